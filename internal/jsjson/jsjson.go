@@ -1,0 +1,186 @@
+// Package jsjson writes JSON text byte-identical to JavaScript's
+// JSON.stringify, which is how DSH writes every header, event and storage
+// row. encoding/json differs: it escapes <, >, &, U+2028 and U+2029, replaces
+// invalid UTF-8 with U+FFFD and formats some numbers differently, and DSH's
+// size thresholds (4 KiB compression, 1 MiB packed rows) are measured on the
+// JavaScript text.
+package jsjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+const hex = "0123456789abcdef"
+
+// AppendString appends s as a JSON string literal the way JSON.stringify
+// writes it: only '"', '\\' and control characters below 0x20 are escaped
+// (\b \f \n \r \t by name, the rest as \u00xx). Bytes that are not valid
+// UTF-8 are written as U+FFFD, which is what Node's lenient UTF-8 decoding
+// turns them into before JSON.stringify ever sees them.
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"':
+				dst = append(dst, '\\', '"')
+			case '\\':
+				dst = append(dst, '\\', '\\')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\uFFFD"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// String returns s as a JSON string literal (see AppendString).
+func String(s string) string { return string(AppendString(nil, s)) }
+
+// AppendInt appends an integer. Callers use it for safe integers only.
+func AppendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }
+
+// AppendFloat appends a finite number in ECMAScript Number::toString form.
+// -0 is written as 0, as JSON.stringify does.
+func AppendFloat(dst []byte, f float64) []byte {
+	if f == 0 {
+		return append(dst, '0')
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(dst, "null"...)
+	}
+	abs := math.Abs(f)
+	if abs >= 1e21 || abs < 1e-6 {
+		// Exponent form: Go writes e+21 / e-07; JavaScript writes e+21 / e-7.
+		b := strconv.AppendFloat(nil, f, 'e', -1, 64)
+		if i := bytes.IndexByte(b, 'e'); i >= 0 {
+			mant, exp := b[:i], b[i+1:]
+			sign := exp[0]
+			digits := bytes.TrimLeft(exp[1:], "0")
+			dst = append(dst, mant...)
+			dst = append(dst, 'e', sign)
+			return append(dst, digits...)
+		}
+		return append(dst, b...)
+	}
+	return strconv.AppendFloat(dst, f, 'f', -1, 64)
+}
+
+// Compact re-serialises raw JSON text the way JSON.stringify(JSON.parse(raw))
+// would: whitespace removed, object key order kept, strings re-escaped in the
+// JavaScript style and numbers written in their JavaScript form. Duplicate
+// keys are kept as they are (JSON.parse would keep the last one; DSH never
+// writes duplicates).
+func Compact(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out []byte
+	out, err := appendValue(out, dec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, &json.SyntaxError{Offset: dec.InputOffset()}
+	}
+	return out, nil
+}
+
+func appendValue(dst []byte, dec *json.Decoder) ([]byte, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			dst = append(dst, '{')
+			first := true
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				if !first {
+					dst = append(dst, ',')
+				}
+				first = false
+				dst = AppendString(dst, kt.(string))
+				dst = append(dst, ':')
+				if dst, err = appendValue(dst, dec); err != nil {
+					return nil, err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			return append(dst, '}'), nil
+		case '[':
+			dst = append(dst, '[')
+			first := true
+			for dec.More() {
+				if !first {
+					dst = append(dst, ',')
+				}
+				first = false
+				if dst, err = appendValue(dst, dec); err != nil {
+					return nil, err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			return append(dst, ']'), nil
+		}
+	case string:
+		return AppendString(dst, t), nil
+	case json.Number:
+		f, err := strconv.ParseFloat(string(t), 64)
+		if err != nil {
+			return nil, err
+		}
+		return AppendFloat(dst, f), nil
+	case bool:
+		if t {
+			return append(dst, "true"...), nil
+		}
+		return append(dst, "false"...), nil
+	case nil:
+		return append(dst, "null"...), nil
+	}
+	return nil, &json.SyntaxError{Offset: dec.InputOffset()}
+}
