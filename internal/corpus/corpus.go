@@ -1,0 +1,255 @@
+// Package corpus is the live-preferred view of a session corpus that DSH's
+// subagent listing enumerates: persisted headers merged with live records
+// (sessions held by a running process), the candidate children of a parent in
+// DSH's order, hasChildren, and the pre-order walk of descendants.
+//
+// It reads headers only — never an event log — and asks its header source for
+// one parent's children at a time, so listing one parent never reads the
+// headers of the rest of the corpus.
+package corpus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"golang.org/x/text/collate"
+	"golang.org/x/text/language"
+
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// HeaderSource is the part of a session store the corpus reads. ChildrenOf
+// must be an indexed lookup that returns every session (of any origin) whose
+// parentSession is parentID.
+type HeaderSource interface {
+	ChildrenOf(ctx context.Context, parentID string, fn func(session.Header) error) error
+	HasSubagentChild(ctx context.Context, id string) (bool, error)
+}
+
+// LiveSource reports the sessions currently held by a live process, keyed by
+// session id. A nil LiveSource means nothing is live (a read-only foreign
+// corpus, or a store without holders).
+type LiveSource interface {
+	LiveSessions(ctx context.Context) (map[string]Live, error)
+}
+
+// Live is what a live holder publishes about the session it runs.
+type Live struct {
+	Holder string
+	// Header is the holder's header for the session. A live record's header
+	// wins its id wholesale over the persisted one, as in DSH.
+	Header session.Header
+	// Subagent is the raw view of the holder's `subagent` projection unit
+	// (`null` or an identity object), or nil when the holder has not
+	// published a snapshot yet.
+	Subagent json.RawMessage
+	// AsOfSeq is the last event seq the published snapshot covers.
+	AsOfSeq int64
+	// UnitFailure is set when the holder's projection unit failed; the row
+	// for such a child is `corrupt`.
+	UnitFailure string
+}
+
+// Record is one candidate session as the ladder sees it.
+type Record struct {
+	Header      session.Header
+	Live        *Live // nil = inactive (cold)
+	HasChildren bool
+	// ParentID and Depth place the record in a descendants walk; for a
+	// direct-children listing ParentID is the parent and Depth is 1.
+	ParentID string
+	Depth    int
+}
+
+// Corpus merges a header source with live records.
+type Corpus struct {
+	headers HeaderSource
+	live    map[string]Live
+	// liveByParent indexes live records by their (live) parent so that a
+	// live-only child is found without scanning.
+	liveByParent map[string][]string
+}
+
+// Load takes one consistent reading of the live records. Candidates are then
+// resolved against that reading, as DSH resolves them against one list call.
+func Load(ctx context.Context, headers HeaderSource, live LiveSource) (*Corpus, error) {
+	c := &Corpus{headers: headers, liveByParent: map[string][]string{}}
+	if live != nil {
+		m, err := live.LiveSessions(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read live sessions: %w", err)
+		}
+		c.live = m
+		for id, l := range m {
+			if p := l.Header.Parent(); p != "" {
+				c.liveByParent[p] = append(c.liveByParent[p], id)
+			}
+		}
+	}
+	return c, nil
+}
+
+// Children returns the candidate children of parent — sessions whose merged
+// header has origin "subagent" and parentSession == parent — in DSH's order.
+// An unknown parent has no children (not an error).
+func (c *Corpus) Children(ctx context.Context, parent string) ([]Record, error) {
+	nodes, err := c.childNodes(ctx, parent)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Record, 0, len(nodes))
+	for _, n := range nodes {
+		if !n.Header.IsSubagent() {
+			continue
+		}
+		rec, err := c.record(ctx, n, parent, 1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// Descendants walks the tree below root in iterative pre-order (a 10,000-deep
+// chain needs no recursion), through every session that has a parent:
+// ordinary sessions and one-shot children are walked through, but only
+// subagent-origin sessions become records. A visited set, seeded with the
+// root, stops parent-link cycles.
+func (c *Corpus) Descendants(ctx context.Context, root string) ([]Record, error) {
+	type frame struct {
+		node   session.Header
+		parent string
+		depth  int
+	}
+	visited := map[string]bool{root: true}
+	var stack []frame
+	push := func(parent string, depth int) error {
+		kids, err := c.childNodes(ctx, parent)
+		if err != nil {
+			return err
+		}
+		for i := len(kids) - 1; i >= 0; i-- {
+			stack = append(stack, frame{node: kids[i].Header, parent: parent, depth: depth})
+		}
+		return nil
+	}
+	if err := push(root, 1); err != nil {
+		return nil, err
+	}
+	var out []Record
+	for len(stack) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		f := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if visited[f.node.ID] {
+			continue
+		}
+		visited[f.node.ID] = true
+		if f.node.IsSubagent() {
+			rec, err := c.record(ctx, node{Header: f.node}, f.parent, f.depth)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, rec)
+		}
+		if err := push(f.node.ID, f.depth+1); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+type node struct {
+	Header session.Header
+}
+
+// childNodes returns every merged record whose parentSession is parent, in
+// DSH's order: createdAt ascending, then id by JavaScript localeCompare.
+func (c *Corpus) childNodes(ctx context.Context, parent string) ([]node, error) {
+	var nodes []node
+	err := c.headers.ChildrenOf(ctx, parent, func(h session.Header) error {
+		if _, live := c.live[h.ID]; live {
+			// The live header replaces the persisted one; it is added below
+			// if it still names this parent.
+			return nil
+		}
+		nodes = append(nodes, node{Header: h})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list children of %s: %w", parent, err)
+	}
+	for _, id := range c.liveByParent[parent] {
+		nodes = append(nodes, node{Header: c.live[id].Header})
+	}
+	SortHeaders(nodes, func(n node) session.Header { return n.Header })
+	return nodes, nil
+}
+
+func (c *Corpus) record(ctx context.Context, n node, parent string, depth int) (Record, error) {
+	rec := Record{Header: n.Header, ParentID: parent, Depth: depth}
+	if l, ok := c.live[n.Header.ID]; ok {
+		l := l
+		rec.Live = &l
+	}
+	has, err := c.hasChildren(ctx, n.Header.ID)
+	if err != nil {
+		return Record{}, err
+	}
+	rec.HasChildren = has
+	return rec, nil
+}
+
+// hasChildren is true iff some merged record has origin "subagent" and names
+// id as its parent. Headers only; the child's own log is never read.
+func (c *Corpus) hasChildren(ctx context.Context, id string) (bool, error) {
+	for _, lid := range c.liveByParent[id] {
+		if c.live[lid].Header.IsSubagent() {
+			return true, nil
+		}
+	}
+	if len(c.live) == 0 {
+		has, err := c.headers.HasSubagentChild(ctx, id)
+		if err != nil {
+			return false, fmt.Errorf("check children of %s: %w", id, err)
+		}
+		return has, nil
+	}
+	// Live records override persisted headers, so a persisted child counts
+	// only if no live record has replaced it.
+	found := false
+	err := c.headers.ChildrenOf(ctx, id, func(h session.Header) error {
+		if _, live := c.live[h.ID]; !live && h.IsSubagent() {
+			found = true
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("check children of %s: %w", id, err)
+	}
+	return found, nil
+}
+
+// SortHeaders sorts items in DSH's candidate order: createdAt ascending, then
+// id as JavaScript's String.prototype.localeCompare orders it (ICU root
+// collation: case-insensitive first with lowercase before uppercase,
+// punctuation before digits before letters, no numeric ordering). Ids that
+// collate equal keep byte order so the result is deterministic.
+func SortHeaders[T any](items []T, header func(T) session.Header) {
+	col := collate.New(language.Und)
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := header(items[i]), header(items[j])
+		if a.CreatedAt != b.CreatedAt {
+			return a.CreatedAt < b.CreatedAt
+		}
+		if c := col.CompareString(a.ID, b.ID); c != 0 {
+			return c < 0
+		}
+		return a.ID < b.ID
+	})
+}
