@@ -1,0 +1,53 @@
+package corpus
+
+import (
+	"context"
+
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// HeaderIndex is an in-memory HeaderSource over a fixed set of headers, for
+// corpora that are not in a dsh store (a foreign DSH corpus read in place).
+// It indexes by parent once, so lookups stay proportional to the answer.
+type HeaderIndex struct {
+	byParent map[string][]session.Header
+	byID     map[string]session.Header
+}
+
+// NewHeaderIndex indexes headers by id and by parent.
+func NewHeaderIndex(headers []session.Header) *HeaderIndex {
+	ix := &HeaderIndex{byParent: map[string][]session.Header{}, byID: map[string]session.Header{}}
+	for _, h := range headers {
+		ix.byID[h.ID] = h
+		if p := h.Parent(); p != "" {
+			ix.byParent[p] = append(ix.byParent[p], h)
+		}
+	}
+	return ix
+}
+
+// ChildrenOf calls fn for every header whose parentSession is parentID.
+func (ix *HeaderIndex) ChildrenOf(ctx context.Context, parentID string, fn func(session.Header) error) error {
+	for _, h := range ix.byParent[parentID] {
+		if err := fn(h); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// HasSubagentChild reports whether a subagent-origin session names id as parent.
+func (ix *HeaderIndex) HasSubagentChild(_ context.Context, id string) (bool, error) {
+	for _, h := range ix.byParent[id] {
+		if h.IsSubagent() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Header returns the header with that id.
+func (ix *HeaderIndex) Header(id string) (session.Header, bool) {
+	h, ok := ix.byID[id]
+	return h, ok
+}
