@@ -1,0 +1,340 @@
+package subagent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
+)
+
+// DescriptorVersion is the only `subagent/descriptor` payload version dsh
+// reads and writes (DSH's SUBAGENT_DESCRIPTOR_VERSION).
+const DescriptorVersion = 2
+
+// Mode is how a child runs: once, or as a conversation that can be resumed.
+type Mode string
+
+// The two modes a version-2 descriptor may declare.
+const (
+	ModeOneShot     Mode = "one-shot"
+	ModeContinuable Mode = "continuable"
+)
+
+// ToolFilter restricts a continuable child's tools. A nil slice means the key
+// is absent; a non-nil empty slice is a present, empty list (valid: DSH
+// accepts `{"allow":[]}`). At least one of the two must be present.
+type ToolFilter struct {
+	Allow []string
+	Deny  []string
+}
+
+// Descriptor is the payload of a `subagent/descriptor` event: the durable
+// authority for a child's mode and label, and for a continuable child the
+// inputs its cold resume rebuilds from. Optional fields are nil when absent.
+type Descriptor struct {
+	Version  int
+	Mode     Mode
+	Provider string
+	// Label is optional for one-shot children and required for continuable ones.
+	Label *string
+	// AgentProvider, AgentModel, Persona and ToolFilter exist only on
+	// continuable descriptors.
+	AgentProvider *string
+	AgentModel    *string
+	Persona       *string
+	ToolFilter    *ToolFilter
+}
+
+// DescriptorError is a malformed descriptor: DSH throws an Error whose
+// message begins "persisted subagent descriptor " and names the problem.
+type DescriptorError struct {
+	// Problem is the part after the prefix, e.g. `label must be a string`.
+	Problem string
+}
+
+func (e *DescriptorError) Error() string { return "persisted subagent descriptor " + e.Problem }
+
+func malformed(format string, args ...any) *DescriptorError {
+	return &DescriptorError{Problem: fmt.Sprintf(format, args...)}
+}
+
+// Keys a version-2 payload may carry, by mode.
+var (
+	oneShotKeys     = map[string]bool{"version": true, "mode": true, "provider": true, "label": true}
+	continuableKeys = map[string]bool{
+		"version": true, "mode": true, "provider": true, "label": true,
+		"agentProvider": true, "agentModel": true, "persona": true, "toolFilter": true,
+	}
+	toolFilterKeys = map[string]bool{"allow": true, "deny": true}
+)
+
+// ParseDescriptor reads one descriptor payload with DSH's checks in DSH's
+// order. It returns:
+//   - a *DescriptorError when the payload is malformed;
+//   - (nil, nil) when the payload is unsupported: its version is a number
+//     other than 2 (compared numerically, so 2.0 is 2), whatever else it holds;
+//   - the descriptor otherwise.
+//
+// Unknown-key checks report the first unknown key in JavaScript's property
+// order (what Object.keys returns for the parsed payload), so an error names
+// the same key DSH names.
+func ParseDescriptor(raw json.RawMessage) (*Descriptor, error) {
+	if !json.Valid(raw) {
+		// DSH never sees this (its events hold parsed JSON), but dsh reads
+		// bytes; not being JSON at all is still "not an object".
+		return nil, malformed("payload must be an object")
+	}
+	payload, ok := decodeObject(raw)
+	if !ok {
+		return nil, malformed("payload must be an object")
+	}
+	version, ok := payload.get("version")
+	if !ok || kindOf(version) != kindNumber {
+		return nil, malformed("version must be a number")
+	}
+	if !numberIs(version, DescriptorVersion) {
+		return nil, nil
+	}
+	var d Descriptor
+	d.Version = DescriptorVersion
+	modeRaw, _ := payload.get("mode")
+	switch mode, _ := stringValue(modeRaw); Mode(mode) {
+	case ModeOneShot, ModeContinuable:
+		d.Mode = Mode(mode)
+	default:
+		return nil, malformed(`mode must be "one-shot" or "continuable"`)
+	}
+	allowed := oneShotKeys
+	if d.Mode == ModeContinuable {
+		allowed = continuableKeys
+	}
+	if key, found := payload.firstUnknown(allowed); found {
+		return nil, malformed(`payload has unknown field "%s"`, key)
+	}
+	providerRaw, _ := payload.get("provider")
+	provider, ok := stringValue(providerRaw)
+	if !ok {
+		return nil, malformed("provider must be a string")
+	}
+	d.Provider = provider
+	if d.Mode == ModeOneShot {
+		label, err := optionalString(payload, "label")
+		if err != nil {
+			return nil, err
+		}
+		d.Label = label
+		return &d, nil
+	}
+	labelRaw, _ := payload.get("label")
+	label, ok := stringValue(labelRaw)
+	if !ok {
+		return nil, malformed("label must be a string")
+	}
+	d.Label = &label
+	for _, field := range []struct {
+		key string
+		dst **string
+	}{
+		{"agentProvider", &d.AgentProvider},
+		{"agentModel", &d.AgentModel},
+		{"persona", &d.Persona},
+	} {
+		v, err := optionalString(payload, field.key)
+		if err != nil {
+			return nil, err
+		}
+		*field.dst = v
+	}
+	if raw, present := payload.get("toolFilter"); present {
+		tf, err := parseToolFilter(raw)
+		if err != nil {
+			return nil, err
+		}
+		d.ToolFilter = tf
+	}
+	return &d, nil
+}
+
+// optionalString reads a key that may be absent; present, it must be a
+// string (null is not).
+func optionalString(obj object, key string) (*string, error) {
+	raw, present := obj.get(key)
+	if !present {
+		return nil, nil
+	}
+	s, ok := stringValue(raw)
+	if !ok {
+		return nil, malformed("%s must be a string", key)
+	}
+	return &s, nil
+}
+
+func parseToolFilter(raw json.RawMessage) (*ToolFilter, error) {
+	obj, ok := decodeObject(raw)
+	if !ok {
+		return nil, malformed("toolFilter must be an object")
+	}
+	if key, found := obj.firstUnknown(toolFilterKeys); found {
+		return nil, malformed(`toolFilter has unknown field "%s"`, key)
+	}
+	var tf ToolFilter
+	allow, hasAllow := obj.get("allow")
+	if hasAllow {
+		list, ok := stringList(allow)
+		if !ok {
+			return nil, malformed("toolFilter.allow must be an array of strings")
+		}
+		tf.Allow = list
+	}
+	deny, hasDeny := obj.get("deny")
+	if hasDeny {
+		list, ok := stringList(deny)
+		if !ok {
+			return nil, malformed("toolFilter.deny must be an array of strings")
+		}
+		tf.Deny = list
+	}
+	if !hasAllow && !hasDeny {
+		return nil, malformed("toolFilter must declare allow and/or deny")
+	}
+	return &tf, nil
+}
+
+// MarshalJSON writes the payload as DSH's writer does: keys in the order
+// version, mode, provider, label, agentProvider, agentModel, persona,
+// toolFilter (allow, deny), absent optionals left out, strings escaped as
+// JSON.stringify escapes them. A descriptor that ParseDescriptor would not
+// read back as the same valid version-2 descriptor is refused, so dsh never
+// writes an identity it would later list as corrupt.
+func (d Descriptor) MarshalJSON() ([]byte, error) {
+	b := []byte(`{"version":`)
+	b = jsjson.AppendInt(b, int64(d.Version))
+	b = append(b, `,"mode":`...)
+	b = jsjson.AppendString(b, string(d.Mode))
+	b = append(b, `,"provider":`...)
+	b = jsjson.AppendString(b, d.Provider)
+	for _, f := range []struct {
+		key string
+		val *string
+	}{
+		{"label", d.Label},
+		{"agentProvider", d.AgentProvider},
+		{"agentModel", d.AgentModel},
+		{"persona", d.Persona},
+	} {
+		if f.val != nil {
+			b = append(b, ',')
+			b = jsjson.AppendString(b, f.key)
+			b = append(b, ':')
+			b = jsjson.AppendString(b, *f.val)
+		}
+	}
+	if tf := d.ToolFilter; tf != nil {
+		b = append(b, `,"toolFilter":{`...)
+		if tf.Allow != nil {
+			b = append(b, `"allow":`...)
+			b = appendStringList(b, tf.Allow)
+		}
+		if tf.Deny != nil {
+			if tf.Allow != nil {
+				b = append(b, ',')
+			}
+			b = append(b, `"deny":`...)
+			b = appendStringList(b, tf.Deny)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, '}')
+	back, err := ParseDescriptor(b)
+	if err != nil {
+		return nil, fmt.Errorf("encode subagent descriptor: %w", err)
+	}
+	if back == nil {
+		return nil, fmt.Errorf("encode subagent descriptor: version %d is not %d", d.Version, DescriptorVersion)
+	}
+	return b, nil
+}
+
+func appendStringList(b []byte, list []string) []byte {
+	b = append(b, '[')
+	for i, s := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsjson.AppendString(b, s)
+	}
+	return append(b, ']')
+}
+
+// jsonKind is the JavaScript view of a JSON value's type.
+type jsonKind int
+
+const (
+	kindOther jsonKind = iota // null or boolean
+	kindObject
+	kindArray
+	kindString
+	kindNumber
+)
+
+// kindOf classifies valid JSON text by its first significant byte.
+func kindOf(raw json.RawMessage) jsonKind {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return kindOther
+	}
+	switch c := raw[0]; {
+	case c == '{':
+		return kindObject
+	case c == '[':
+		return kindArray
+	case c == '"':
+		return kindString
+	case c == '-' || (c >= '0' && c <= '9'):
+		return kindNumber
+	}
+	return kindOther
+}
+
+// numberIs reports whether a JSON number equals want as a JavaScript number
+// would (an overflowing literal is Infinity, which equals nothing finite).
+func numberIs(raw json.RawMessage, want float64) bool {
+	// The text is a valid JSON number, so the only possible error is
+	// ErrRange, which comes with ±Inf: JavaScript's Infinity.
+	f, _ := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
+	return f == want
+}
+
+func stringValue(raw json.RawMessage) (string, bool) {
+	if kindOf(raw) != kindString {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// stringList decodes an array whose every element is a string. An empty
+// array yields a non-nil empty slice (present, not absent).
+func stringList(raw json.RawMessage) ([]string, bool) {
+	if kindOf(raw) != kindArray {
+		return nil, false
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		return nil, false
+	}
+	list := make([]string, 0, len(elems))
+	for _, e := range elems {
+		s, ok := stringValue(e)
+		if !ok {
+			return nil, false
+		}
+		list = append(list, s)
+	}
+	return list, true
+}
