@@ -1,0 +1,176 @@
+package subagent
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// The `subagent` projection unit, as DSH registers it.
+const (
+	UnitKey          = "subagent"
+	UnitStateVersion = 2
+)
+
+// Identity is a child's durable identity as the `subagent` unit folds it:
+// the mode and label of the last valid descriptor in the log and the seq of
+// that descriptor event.
+type Identity struct {
+	Mode  Mode
+	Label *string // always set for continuable identities
+	Seq   int64
+}
+
+// MarshalJSON writes DSH's view shape {mode, label?, seq}.
+func (id Identity) MarshalJSON() ([]byte, error) {
+	return id.appendJSON(nil), nil
+}
+
+func (id Identity) appendJSON(b []byte) []byte {
+	b = append(b, `{"mode":`...)
+	b = jsjson.AppendString(b, string(id.Mode))
+	if id.Label != nil {
+		b = append(b, `,"label":`...)
+		b = jsjson.AppendString(b, *id.Label)
+	}
+	b = append(b, `,"seq":`...)
+	b = jsjson.AppendInt(b, id.Seq)
+	return append(b, '}')
+}
+
+// IdentityFromView reads the `subagent` unit's view: nil for `null` or for
+// no view at all (a missing key; DSH treats both the same), the identity
+// otherwise. The view schema is strict, as DSH's: exactly mode, an optional
+// (for continuable, required) string label and a non-negative integer seq.
+func IdentityFromView(raw json.RawMessage) (*Identity, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	if !json.Valid(raw) {
+		return nil, errors.New("subagent view is not JSON")
+	}
+	obj, ok := decodeObject(raw)
+	if !ok {
+		return nil, errors.New("subagent view must be an object or null")
+	}
+	if key, found := obj.firstUnknown(identityKeys); found {
+		return nil, fmt.Errorf("subagent view has unknown field %q", key)
+	}
+	var id Identity
+	modeRaw, _ := obj.get("mode")
+	switch mode, _ := stringValue(modeRaw); Mode(mode) {
+	case ModeOneShot, ModeContinuable:
+		id.Mode = Mode(mode)
+	default:
+		return nil, errors.New(`subagent view mode must be "one-shot" or "continuable"`)
+	}
+	if labelRaw, present := obj.get("label"); present {
+		label, ok := stringValue(labelRaw)
+		if !ok {
+			return nil, errors.New("subagent view label must be a string")
+		}
+		id.Label = &label
+	} else if id.Mode == ModeContinuable {
+		return nil, errors.New("subagent view of a continuable child must have a label")
+	}
+	seqRaw, _ := obj.get("seq")
+	seq, ok := seqValue(seqRaw)
+	if !ok {
+		return nil, errors.New("subagent view seq must be a non-negative integer")
+	}
+	id.Seq = seq
+	return &id, nil
+}
+
+var identityKeys = map[string]bool{"mode": true, "label": true, "seq": true}
+
+// maxSafeInteger is JavaScript's Number.MAX_SAFE_INTEGER.
+const maxSafeInteger = 1<<53 - 1
+
+// seqValue reads a JSON number that must be a non-negative safe integer.
+func seqValue(raw json.RawMessage) (int64, bool) {
+	if kindOf(raw) != kindNumber {
+		return 0, false
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return 0, false
+	}
+	if f < 0 || f > maxSafeInteger || f != float64(int64(f)) {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// OwnSuffix reports whether an event at seq belongs to a session's own
+// suffix, given the session's exact inherited cut (the number of events it
+// inherited from its parent; 0 for an unseeded session). An identity whose
+// seq is below the cut came from an ancestor's descriptor in the seed.
+func OwnSuffix(seq, inheritedCut int64) bool { return seq >= inheritedCut }
+
+// RegisterUnit registers the `subagent` unit in reg.
+func RegisterUnit(reg *projcache.Registry) error { return reg.Register(identityUnit{}) }
+
+// identityUnit is DSH's `subagent` unit. Its state is `{}` or
+// `{"identity":{mode,label?,seq}}`; the last descriptor in the log wins, and
+// a malformed or unsupported descriptor resets the state to `{}`. It has no
+// own-suffix check: it never sees the header (callers apply OwnSuffix).
+type identityUnit struct{}
+
+var emptyState = json.RawMessage(`{}`)
+
+func (identityUnit) Key() string           { return UnitKey }
+func (identityUnit) StateVersion() int     { return UnitStateVersion }
+func (identityUnit) Init() json.RawMessage { return emptyState }
+func (identityUnit) EventTypes() []string  { return []string{session.TypeDescriptor} }
+
+// Apply never fails on bad data: a descriptor that does not parse is, to the
+// identity, the same as an unsupported one.
+func (identityUnit) Apply(state json.RawMessage, e session.Event) (json.RawMessage, error) {
+	if e.Type != session.TypeDescriptor {
+		return state, nil
+	}
+	d, err := ParseDescriptor(e.Data)
+	if err != nil || d == nil {
+		return emptyState, nil
+	}
+	id := Identity{Mode: d.Mode, Label: d.Label, Seq: e.Seq}
+	b := append([]byte(nil), `{"identity":`...)
+	b = id.appendJSON(b)
+	return append(b, '}'), nil
+}
+
+// View returns the identity or `null`. The state may come from a checkpoint
+// written by another process, so it is checked as strictly as a view.
+func (identityUnit) View(state json.RawMessage) (json.RawMessage, error) {
+	if !json.Valid(state) {
+		return nil, errors.New("subagent state is not JSON")
+	}
+	obj, ok := decodeObject(state)
+	if !ok {
+		return nil, errors.New("subagent state must be an object")
+	}
+	if key, found := obj.firstUnknown(stateKeys); found {
+		return nil, fmt.Errorf("subagent state has unknown field %q", key)
+	}
+	raw, present := obj.get("identity")
+	if !present {
+		return json.RawMessage("null"), nil
+	}
+	id, err := IdentityFromView(raw)
+	if err != nil {
+		return nil, err
+	}
+	if id == nil {
+		return nil, errors.New("subagent state identity must be an object")
+	}
+	return id.appendJSON(nil), nil
+}
+
+var stateKeys = map[string]bool{"identity": true}
