@@ -1,0 +1,318 @@
+package projcache
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// Querier is the part of a database handle the cache uses: *sql.DB, *sql.Tx,
+// or the store's Querier (inside its transactions), so a checkpoint can be
+// written in the same transaction as the events it covers.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Cache reads and writes checkpoint records in the projection_checkpoints
+// table (migration 0002).
+type Cache struct {
+	q   Querier
+	reg *Registry
+	now func() time.Time
+}
+
+// NewCache returns a cache over q whose records are read against the units
+// registered in reg.
+func NewCache(q Querier, reg *Registry) *Cache {
+	return &Cache{q: q, reg: reg, now: time.Now}
+}
+
+// Status is what a lookup found.
+type Status int
+
+// Lookup outcomes. Only a Hit carries rows; every other status is a miss to
+// the caller, which then reads the log.
+const (
+	Miss     Status = iota // no record for the session
+	Hit                    // a record of this lifecycle that decodes
+	Foreign                // a record of another lifecycle (its witness differs)
+	Poisoned               // a record that does not decode
+)
+
+func (s Status) String() string {
+	switch s {
+	case Miss:
+		return "miss"
+	case Hit:
+		return "hit"
+	case Foreign:
+		return "foreign"
+	case Poisoned:
+		return "poisoned"
+	}
+	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// Lookup is one session's cached checkpoint as a reader may use it.
+type Lookup struct {
+	Status Status
+	// Reason says why a Foreign or Poisoned record was refused.
+	Reason string
+	// AsOfSeq is the record's watermark (Hit only).
+	AsOfSeq int64
+	// Rows holds the usable rows: registered units at their registered
+	// state version whose stored state renders a view.
+	Rows Checkpoint
+	// Values holds the views of Rows, by key.
+	Values map[string]json.RawMessage
+	// Dropped says, by key, why a stored row was not used.
+	Dropped map[string]string
+}
+
+// record is one stored row of the table.
+type record struct {
+	id      string
+	witness witness
+	asOfSeq int64
+	rows    string
+}
+
+const recordColumns = `session_id, version, created_at, cwd, parent_session, seed_length,
+	origin, delegation_depth, agent_preset, as_of_seq, rows`
+
+func scanRecord(scan func(dest ...any) error) (record, error) {
+	var (
+		r                           record
+		cwd, parent, origin, preset sql.NullString
+		seedLength, depth           sql.NullInt64
+		version, createdAt          int64
+	)
+	if err := scan(&r.id, &version, &createdAt, &cwd, &parent, &seedLength, &origin, &depth, &preset, &r.asOfSeq, &r.rows); err != nil {
+		return record{}, err
+	}
+	r.witness = witness{
+		version: version, createdAt: createdAt,
+		cwd: optString(cwd), parentSession: optString(parent), seedLength: optInt(seedLength),
+		origin: optString(origin), delegationDepth: optInt(depth), agentPreset: optString(preset),
+	}
+	return r, nil
+}
+
+// Lookup returns the checkpoint cached for h's session, checked against h.
+func (c *Cache) Lookup(ctx context.Context, h session.Header) (Lookup, error) {
+	r, found, err := c.record(ctx, h.ID)
+	if err != nil || !found {
+		return Lookup{Status: Miss}, err
+	}
+	return c.judge(r, h), nil
+}
+
+// LookupMany is Lookup for many sessions (typically one parent's children)
+// in one query. Every header's id is in the result; ids without a record are
+// misses.
+func (c *Cache) LookupMany(ctx context.Context, headers []session.Header) (map[string]Lookup, error) {
+	out := make(map[string]Lookup, len(headers))
+	if len(headers) == 0 {
+		return out, nil
+	}
+	byID := make(map[string]session.Header, len(headers))
+	ids := []byte{'['}
+	for i, h := range headers {
+		if i > 0 {
+			ids = append(ids, ',')
+		}
+		ids = jsjson.AppendString(ids, h.ID)
+		byID[h.ID] = h
+		out[h.ID] = Lookup{Status: Miss}
+	}
+	ids = append(ids, ']')
+	rows, err := c.q.QueryContext(ctx, `SELECT `+recordColumns+` FROM projection_checkpoints
+		WHERE session_id IN (SELECT value FROM json_each(?))`, string(ids))
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoints: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanRecord(rows.Scan)
+		if err != nil {
+			return nil, fmt.Errorf("read checkpoints: %w", err)
+		}
+		out[r.id] = c.judge(r, byID[r.id])
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read checkpoints: %w", err)
+	}
+	return out, nil
+}
+
+// judge applies the read rules to one record: witness, decoding, then per
+// key the registered state version and the view.
+func (c *Cache) judge(r record, h session.Header) Lookup {
+	if field := r.witness.diff(witnessOf(h)); field != "" {
+		return Lookup{Status: Foreign, Reason: fmt.Sprintf("witness field %s differs from the header", field)}
+	}
+	cp, err := decodeRows([]byte(r.rows))
+	if err != nil {
+		return Lookup{Status: Poisoned, Reason: err.Error()}
+	}
+	values, dropped := c.reg.ViewCheckpoint(cp)
+	usable := make(Checkpoint, len(values))
+	for key := range values {
+		usable[key] = cp[key]
+	}
+	return Lookup{Status: Hit, AsOfSeq: r.asOfSeq, Rows: usable, Values: values, Dropped: dropped}
+}
+
+// Put replaces h's record with cp folded up to asOfSeq. The caller must only
+// checkpoint events that are already durable in the log (the log leads);
+// a row claiming a seq beyond asOfSeq, or holding a state that is not JSON,
+// is refused and nothing is written.
+func (c *Cache) Put(ctx context.Context, h session.Header, asOfSeq int64, cp Checkpoint) error {
+	if asOfSeq < -1 {
+		return fmt.Errorf("write checkpoint of %s: watermark %d below -1", h.ID, asOfSeq)
+	}
+	rows, err := encodeRows(cp, asOfSeq)
+	if err != nil {
+		return fmt.Errorf("write checkpoint of %s: %w", h.ID, err)
+	}
+	w := witnessOf(h)
+	_, err = c.q.ExecContext(ctx, `INSERT OR REPLACE INTO projection_checkpoints (`+recordColumns+`, is_seeded, written_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		h.ID, w.version, w.createdAt, w.cwd.sql(), w.parentSession.sql(), w.seedLength.sql(),
+		w.origin.sql(), w.delegationDepth.sql(), w.agentPreset.sql(), asOfSeq, string(rows),
+		w.seedLength.set, c.now().UnixMilli())
+	if err != nil {
+		return fmt.Errorf("write checkpoint of %s: %w", h.ID, err)
+	}
+	return nil
+}
+
+// Delete removes id's record, if any.
+func (c *Cache) Delete(ctx context.Context, id string) error {
+	if _, err := c.q.ExecContext(ctx, `DELETE FROM projection_checkpoints WHERE session_id = ?`, id); err != nil {
+		return fmt.Errorf("delete checkpoint of %s: %w", id, err)
+	}
+	return nil
+}
+
+// Clear removes every record and returns how many there were.
+func (c *Cache) Clear(ctx context.Context) (int64, error) {
+	res, err := c.q.ExecContext(ctx, `DELETE FROM projection_checkpoints`)
+	if err != nil {
+		return 0, fmt.Errorf("clear checkpoints: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// IDs lists the sessions that have a record, sorted.
+func (c *Cache) IDs(ctx context.Context) ([]string, error) {
+	rows, err := c.q.QueryContext(ctx, `SELECT session_id FROM projection_checkpoints ORDER BY session_id`)
+	if err != nil {
+		return nil, fmt.Errorf("list checkpoints: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("list checkpoints: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list checkpoints: %w", err)
+	}
+	return ids, nil
+}
+
+// encodeRows writes cp as {"<key>":{"ver":…,"seq":…,"val":…},…}, keys sorted
+// so that equal checkpoints are equal bytes.
+func encodeRows(cp Checkpoint, asOfSeq int64) ([]byte, error) {
+	keys := make([]string, 0, len(cp))
+	for k := range cp {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b := []byte{'{'}
+	for i, k := range keys {
+		row := cp[k]
+		switch {
+		case k == "":
+			return nil, errors.New("row with an empty unit key")
+		case row.Ver < 0:
+			return nil, fmt.Errorf("row %q: negative state version %d", k, row.Ver)
+		case row.Seq < -1 || row.Seq > asOfSeq:
+			return nil, fmt.Errorf("row %q: seq %d outside -1..%d (the watermark)", k, row.Seq, asOfSeq)
+		case !json.Valid(row.Val):
+			return nil, fmt.Errorf("row %q: state is not JSON", k)
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsjson.AppendString(b, k)
+		b = append(b, `:{"ver":`...)
+		b = jsjson.AppendInt(b, int64(row.Ver))
+		b = append(b, `,"seq":`...)
+		b = jsjson.AppendInt(b, row.Seq)
+		b = append(b, `,"val":`...)
+		val, err := jsjson.Compact(row.Val)
+		if err != nil {
+			return nil, fmt.Errorf("row %q: %w", k, err)
+		}
+		b = append(b, val...)
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
+}
+
+// decodeRows reads a stored rows text. Anything but an object of rows, each
+// with an integer ver >= 0, an integer seq >= -1 and a val, is an error;
+// unknown keys inside a row are ignored, as DSH strips them.
+func decodeRows(text []byte) (Checkpoint, error) {
+	var stored map[string]struct {
+		Ver *json.Number    `json:"ver"`
+		Seq *json.Number    `json:"seq"`
+		Val json.RawMessage `json:"val"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	if err := dec.Decode(&stored); err != nil {
+		return nil, fmt.Errorf("rows do not decode: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("rows do not decode: data after the object")
+	}
+	if stored == nil {
+		return nil, errors.New("rows do not decode: not an object")
+	}
+	cp := make(Checkpoint, len(stored))
+	for key, s := range stored {
+		if s.Ver == nil || s.Seq == nil || s.Val == nil {
+			return nil, fmt.Errorf("row %q lacks ver, seq or val", key)
+		}
+		ver, err := s.Ver.Int64()
+		if err != nil || ver < 0 || ver > maxSafeInteger {
+			return nil, fmt.Errorf("row %q: ver %s is not a non-negative integer", key, s.Ver)
+		}
+		seq, err := s.Seq.Int64()
+		if err != nil || seq < -1 || seq > maxSafeInteger {
+			return nil, fmt.Errorf("row %q: seq %s is not an integer >= -1", key, s.Seq)
+		}
+		cp[key] = Row{Ver: int(ver), Seq: seq, Val: s.Val}
+	}
+	return cp, nil
+}
+
+// maxSafeInteger is JavaScript's Number.MAX_SAFE_INTEGER.
+const maxSafeInteger = 1<<53 - 1

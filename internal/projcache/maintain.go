@@ -1,0 +1,362 @@
+package projcache
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// ErrSessionGone is what a ReadFunc or HeaderFunc returns (wrapped) when the
+// session does not exist in the store. The cache does not import the store,
+// so the caller translates the store's not-found error into this one.
+var ErrSessionGone = errors.New("session is not in the store")
+
+// ReadFunc reads a session's stored header and its valid event log.
+type ReadFunc func(ctx context.Context, id string) (session.Header, []session.Event, error)
+
+// HeaderFunc reads a session's stored header.
+type HeaderFunc func(ctx context.Context, id string) (session.Header, error)
+
+// Stats summarises the cache without reading any log.
+type Stats struct {
+	Records int
+	// Units counts, per unit key and stored state version, the records
+	// holding a row for that key (registered or not).
+	Units map[string]map[int]int
+	// Stale counts decodable records that lack a row for a registered unit
+	// or hold one at another state version: a reader refolds those units.
+	Stale int
+	// Poisoned counts records whose rows do not decode.
+	Poisoned int
+	// Foreign counts records whose witness differs from the session's
+	// stored header; Orphaned those whose session is gone. Both are zero
+	// when Stats is given no HeaderFunc.
+	Foreign  int
+	Orphaned int
+}
+
+// Stats reads every record once. With a non-nil headerOf it also compares
+// each record's witness with the session's stored header.
+func (c *Cache) Stats(ctx context.Context, headerOf HeaderFunc) (Stats, error) {
+	st := Stats{Units: map[string]map[int]int{}}
+	rows, err := c.q.QueryContext(ctx, `SELECT `+recordColumns+` FROM projection_checkpoints ORDER BY session_id`)
+	if err != nil {
+		return Stats{}, fmt.Errorf("read checkpoints: %w", err)
+	}
+	var recs []record
+	for rows.Next() {
+		r, err := scanRecord(rows.Scan)
+		if err != nil {
+			rows.Close()
+			return Stats{}, fmt.Errorf("read checkpoints: %w", err)
+		}
+		recs = append(recs, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Stats{}, fmt.Errorf("read checkpoints: %w", err)
+	}
+	keys := c.reg.Keys()
+	for _, r := range recs {
+		st.Records++
+		if cp, err := decodeRows([]byte(r.rows)); err != nil {
+			st.Poisoned++
+		} else {
+			stale := false
+			for key, row := range cp {
+				if st.Units[key] == nil {
+					st.Units[key] = map[int]int{}
+				}
+				st.Units[key][row.Ver]++
+			}
+			for _, key := range keys {
+				ver, _ := c.reg.StateVersion(key)
+				if row, ok := cp[key]; !ok || row.Ver != ver {
+					stale = true
+				}
+			}
+			if stale {
+				st.Stale++
+			}
+		}
+		if headerOf == nil {
+			continue
+		}
+		h, err := headerOf(ctx, r.id)
+		switch {
+		case errors.Is(err, ErrSessionGone):
+			st.Orphaned++
+		case err != nil:
+			return Stats{}, fmt.Errorf("read header of %s: %w", r.id, err)
+		case r.witness.diff(witnessOf(h)) != "":
+			st.Foreign++
+		}
+	}
+	return st, nil
+}
+
+// FindingKind classifies what verify or rebuild found about one record.
+type FindingKind string
+
+// Finding kinds. Mismatch and Ahead are records that would serve wrong
+// state; the others are records a reader already ignores (or a log that
+// cannot be refolded), which rebuild replaces or removes.
+const (
+	KindMismatch   FindingKind = "mismatch"    // a row's state differs from a refold of the log at its seq
+	KindAhead      FindingKind = "ahead"       // the record claims events the log does not have
+	KindStale      FindingKind = "stale"       // a registered unit's row is missing or at another state version
+	KindForeign    FindingKind = "foreign"     // the record belongs to another lifecycle
+	KindPoisoned   FindingKind = "poisoned"    // the record does not decode
+	KindOrphan     FindingKind = "orphan"      // the session is not in the store
+	KindUnreadable FindingKind = "unreadable"  // the session's log cannot be read
+	KindUnitFailed FindingKind = "unit-failed" // a unit fails on the log
+)
+
+// Finding is one problem with one record. Key names the unit row concerned,
+// "" for the whole record.
+type Finding struct {
+	SessionID string
+	Key       string
+	Kind      FindingKind
+	Reason    string
+}
+
+func (f Finding) String() string {
+	if f.Key == "" {
+		return fmt.Sprintf("%s: %s: %s", f.SessionID, f.Kind, f.Reason)
+	}
+	return fmt.Sprintf("%s: %s %s: %s", f.SessionID, f.Key, f.Kind, f.Reason)
+}
+
+// VerifyReport is the outcome of Verify.
+type VerifyReport struct {
+	// Checked counts the records compared with their logs.
+	Checked int
+	// NoRecord lists requested ids that have no record (nothing to check).
+	NoRecord []string
+	// Findings lists every disagreement, in id order.
+	Findings []Finding
+}
+
+// Verify refolds each record's session from its log and reports every record
+// that disagrees, without writing anything. ids nil means every record. A
+// record that lags the log is not a finding: rows are compared with a refold
+// of the log up to each row's own seq.
+func (c *Cache) Verify(ctx context.Context, read ReadFunc, ids []string) (VerifyReport, error) {
+	var rep VerifyReport
+	ids, err := c.targets(ctx, ids)
+	if err != nil {
+		return rep, err
+	}
+	for _, id := range ids {
+		r, found, err := c.record(ctx, id)
+		if err != nil {
+			return rep, err
+		}
+		if !found {
+			rep.NoRecord = append(rep.NoRecord, id)
+			continue
+		}
+		findings, err := c.verifyRecord(ctx, read, r)
+		if err != nil {
+			return rep, err
+		}
+		rep.Checked++
+		rep.Findings = append(rep.Findings, findings...)
+	}
+	return rep, nil
+}
+
+func (c *Cache) verifyRecord(ctx context.Context, read ReadFunc, r record) ([]Finding, error) {
+	finding := func(key string, kind FindingKind, format string, args ...any) []Finding {
+		return []Finding{{SessionID: r.id, Key: key, Kind: kind, Reason: fmt.Sprintf(format, args...)}}
+	}
+	h, events, err := read(ctx, r.id)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, ErrSessionGone) {
+			return finding("", KindOrphan, "%v", err), nil
+		}
+		return finding("", KindUnreadable, "log cannot be read: %v", err), nil
+	}
+	if field := r.witness.diff(witnessOf(h)); field != "" {
+		return finding("", KindForeign, "witness field %s differs from the stored header", field), nil
+	}
+	cp, err := decodeRows([]byte(r.rows))
+	if err != nil {
+		return finding("", KindPoisoned, "%v", err), nil
+	}
+	lastSeq := int64(-1)
+	if len(events) > 0 {
+		lastSeq = events[len(events)-1].Seq
+	}
+	if r.asOfSeq > lastSeq {
+		return finding("", KindAhead, "watermark %d is beyond the log's last seq %d", r.asOfSeq, lastSeq), nil
+	}
+	var out []Finding
+	// The seqs at which some usable row must be compared with a refold.
+	var cuts []int64
+	for _, key := range c.reg.Keys() {
+		ver, _ := c.reg.StateVersion(key)
+		row, ok := cp[key]
+		switch {
+		case !ok:
+			out = append(out, finding(key, KindStale, "no row for this registered unit")...)
+		case row.Ver != ver:
+			out = append(out, finding(key, KindStale, "state version %d, registered %d", row.Ver, ver)...)
+		case row.Seq > lastSeq:
+			out = append(out, finding(key, KindAhead, "row seq %d is beyond the log's last seq %d", row.Seq, lastSeq)...)
+		default:
+			if !slices.Contains(cuts, row.Seq) {
+				cuts = append(cuts, row.Seq)
+			}
+		}
+	}
+	slices.Sort(cuts)
+	fold := c.reg.NewFold()
+	next := 0
+	for _, cut := range cuts {
+		for next < len(events) && events[next].Seq <= cut {
+			fold.Apply(events[next])
+			next++
+		}
+		refold, foldErr := fold.Checkpoint()
+		for _, key := range c.reg.Keys() {
+			row, ok := cp[key]
+			if !ok || row.Seq != cut {
+				continue
+			}
+			ver, _ := c.reg.StateVersion(key)
+			if row.Ver != ver {
+				continue
+			}
+			want, ok := refold[key]
+			if !ok {
+				out = append(out, finding(key, KindUnitFailed, "refold fails at seq %d: %s", cut, failureOf(foldErr, key))...)
+				continue
+			}
+			if !sameJSON(row.Val, want.Val) {
+				out = append(out, finding(key, KindMismatch, "state at seq %d differs from a refold of the log", cut)...)
+			}
+		}
+	}
+	return out, nil
+}
+
+// failureOf describes key's failure in a fold error (failures are joined,
+// one *UnitError per failed unit).
+func failureOf(err error, key string) string {
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		for _, e := range joined.Unwrap() {
+			var ue *UnitError
+			if errors.As(e, &ue) && ue.Key == key {
+				return ue.Err.Error()
+			}
+		}
+	}
+	return "the unit fails on the log"
+}
+
+// sameJSON compares two JSON texts as JSON.stringify would print them.
+func sameJSON(a, b []byte) bool {
+	ca, errA := jsjson.Compact(a)
+	cb, errB := jsjson.Compact(b)
+	return errA == nil && errB == nil && string(ca) == string(cb)
+}
+
+// RebuildReport is the outcome of Rebuild.
+type RebuildReport struct {
+	// Rewritten counts records written from a full refold.
+	Rewritten int
+	// Removed lists records deleted because their session is gone or its
+	// log cannot be read (a record nobody can vouch for is not kept).
+	Removed []Finding
+	// UnitFailures lists units that fail on a log; the rewritten record
+	// holds every other unit's row.
+	UnitFailures []Finding
+}
+
+// Rebuild refolds each session from its full log and replaces its record.
+// ids nil means every existing record; pass the store's ids to populate the
+// cache for every session. Each session is one statement (a replace or a
+// delete), so an interrupted rebuild leaves every record either old or new.
+// progress, when non-nil, is called after each session.
+func (c *Cache) Rebuild(ctx context.Context, read ReadFunc, ids []string, progress func(done, total int)) (RebuildReport, error) {
+	var rep RebuildReport
+	ids, err := c.targets(ctx, ids)
+	if err != nil {
+		return rep, err
+	}
+	for i, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		if err := c.rebuildOne(ctx, read, id, &rep); err != nil {
+			return rep, err
+		}
+		if progress != nil {
+			progress(i+1, len(ids))
+		}
+	}
+	return rep, nil
+}
+
+func (c *Cache) rebuildOne(ctx context.Context, read ReadFunc, id string, rep *RebuildReport) error {
+	h, events, err := read(ctx, id)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		kind, reason := KindUnreadable, fmt.Sprintf("log cannot be read: %v", err)
+		if errors.Is(err, ErrSessionGone) {
+			kind, reason = KindOrphan, err.Error()
+		}
+		if err := c.Delete(ctx, id); err != nil {
+			return err
+		}
+		rep.Removed = append(rep.Removed, Finding{SessionID: id, Kind: kind, Reason: reason})
+		return nil
+	}
+	fold := c.reg.NewFold()
+	fold.Apply(events...)
+	cp, foldErr := fold.Checkpoint()
+	for _, key := range c.reg.Keys() {
+		if _, ok := cp[key]; ok {
+			continue
+		}
+		rep.UnitFailures = append(rep.UnitFailures, Finding{SessionID: id, Key: key, Kind: KindUnitFailed, Reason: failureOf(foldErr, key)})
+	}
+	if err := c.Put(ctx, h, fold.AsOfSeq(), cp); err != nil {
+		return err
+	}
+	rep.Rewritten++
+	return nil
+}
+
+// targets returns ids, or every record's id when ids is nil.
+func (c *Cache) targets(ctx context.Context, ids []string) ([]string, error) {
+	if ids != nil {
+		return ids, nil
+	}
+	return c.IDs(ctx)
+}
+
+func (c *Cache) record(ctx context.Context, id string) (record, bool, error) {
+	row := c.q.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM projection_checkpoints WHERE session_id = ?`, id)
+	r, err := scanRecord(row.Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return record{}, false, nil
+	}
+	if err != nil {
+		return record{}, false, fmt.Errorf("read checkpoint of %s: %w", id, err)
+	}
+	return r, true, nil
+}

@@ -1,0 +1,91 @@
+package projcache
+
+import (
+	"database/sql"
+
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// witness is the header identity a checkpoint was folded from. A record is
+// served only for a header with the same witness: a recreated id, a re-import
+// with another cut, or a store swapped underneath must not seed phantom
+// state. It holds the later revision's lifecycle fields with the exact
+// inherited cut in place of isSeeded (the cut decides which events are the
+// session's own, so a record folded under another cut is another lifecycle).
+type witness struct {
+	version         int64
+	createdAt       int64
+	cwd             nullString
+	parentSession   nullString
+	seedLength      nullInt
+	origin          nullString
+	delegationDepth nullInt
+	agentPreset     nullString
+}
+
+type nullString struct {
+	set bool
+	val string
+}
+
+type nullInt struct {
+	set bool
+	val int64
+}
+
+func optString(s sql.NullString) nullString { return nullString{set: s.Valid, val: s.String} }
+func optInt(n sql.NullInt64) nullInt        { return nullInt{set: n.Valid, val: n.Int64} }
+
+func (s nullString) sql() sql.NullString { return sql.NullString{Valid: s.set, String: s.val} }
+func (n nullInt) sql() sql.NullInt64     { return sql.NullInt64{Valid: n.set, Int64: n.val} }
+
+func strPtr(p *string) nullString {
+	if p == nil {
+		return nullString{}
+	}
+	return nullString{set: true, val: *p}
+}
+
+func intPtr(p *int64) nullInt {
+	if p == nil {
+		return nullInt{}
+	}
+	return nullInt{set: true, val: *p}
+}
+
+func witnessOf(h session.Header) witness {
+	return witness{
+		version:         h.Version,
+		createdAt:       h.CreatedAt,
+		cwd:             strPtr(h.Cwd),
+		parentSession:   strPtr(h.ParentSession),
+		seedLength:      intPtr(h.SeedLength),
+		origin:          strPtr(h.Origin),
+		delegationDepth: intPtr(h.DelegationDepth),
+		agentPreset:     strPtr(h.AgentPreset),
+	}
+}
+
+// diff names the first field (in column order) where w and o differ, or ""
+// when they are the same lifecycle. Missing equals missing only.
+func (w witness) diff(o witness) string {
+	switch {
+	case w.version != o.version:
+		return "version"
+	case w.createdAt != o.createdAt:
+		return "createdAt"
+	case w.cwd != o.cwd:
+		return "cwd"
+	case w.parentSession != o.parentSession:
+		return "parentSession"
+	case w.seedLength != o.seedLength:
+		return "seedLength"
+	case w.origin != o.origin:
+		return "origin"
+	case w.delegationDepth != o.delegationDepth:
+		return "delegationDepth"
+	case w.agentPreset != o.agentPreset:
+		return "agentPreset"
+	}
+	return ""
+}
