@@ -208,6 +208,9 @@ func parseToolFilter(raw json.RawMessage) (*ToolFilter, error) {
 // JSON.stringify escapes them. A descriptor that ParseDescriptor would not
 // read back as the same valid version-2 descriptor is refused, so dsh never
 // writes an identity it would later list as corrupt.
+//
+// For byte-exact event data call MarshalJSON directly: json.Marshal
+// re-escapes <, > and & (and U+2028/U+2029) in a Marshaler's output.
 func (d Descriptor) MarshalJSON() ([]byte, error) {
 	b := []byte(`{"version":`)
 	b = jsjson.AppendInt(b, int64(d.Version))
