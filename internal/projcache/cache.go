@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/dsh-project/dsh/internal/jsjson"
@@ -281,12 +282,11 @@ func encodeRows(cp Checkpoint, asOfSeq int64) ([]byte, error) {
 // unknown keys inside a row are ignored, as DSH strips them.
 func decodeRows(text []byte) (Checkpoint, error) {
 	var stored map[string]struct {
-		Ver *json.Number    `json:"ver"`
-		Seq *json.Number    `json:"seq"`
+		Ver json.RawMessage `json:"ver"`
+		Seq json.RawMessage `json:"seq"`
 		Val json.RawMessage `json:"val"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(text))
-	dec.UseNumber()
 	if err := dec.Decode(&stored); err != nil {
 		return nil, fmt.Errorf("rows do not decode: %w", err)
 	}
@@ -301,17 +301,27 @@ func decodeRows(text []byte) (Checkpoint, error) {
 		if s.Ver == nil || s.Seq == nil || s.Val == nil {
 			return nil, fmt.Errorf("row %q lacks ver, seq or val", key)
 		}
-		ver, err := s.Ver.Int64()
-		if err != nil || ver < 0 || ver > maxSafeInteger {
+		ver, ok := safeInt(s.Ver)
+		if !ok || ver < 0 {
 			return nil, fmt.Errorf("row %q: ver %s is not a non-negative integer", key, s.Ver)
 		}
-		seq, err := s.Seq.Int64()
-		if err != nil || seq < -1 || seq > maxSafeInteger {
+		seq, ok := safeInt(s.Seq)
+		if !ok || seq < -1 {
 			return nil, fmt.Errorf("row %q: seq %s is not an integer >= -1", key, s.Seq)
 		}
 		cp[key] = Row{Ver: int(ver), Seq: seq, Val: s.Val}
 	}
 	return cp, nil
+}
+
+// safeInt reads a JSON number that is an integer within JavaScript's safe
+// range (a quoted number is not a number).
+func safeInt(raw json.RawMessage) (int64, bool) {
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
+		return 0, false
+	}
+	return n, true
 }
 
 // maxSafeInteger is JavaScript's Number.MAX_SAFE_INTEGER.

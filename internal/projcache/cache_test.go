@@ -1,0 +1,559 @@
+package projcache_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/migrations"
+)
+
+// openDB opens a real SQLite file in a temp dir holding the cache table of
+// migration 0002.
+func openDB(t testing.TB) (*sql.DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "dsh.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ddl, err := migrations.FS.ReadFile("0002_projcache.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(string(ddl)); err != nil {
+		t.Fatal(err)
+	}
+	return db, path
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// childHeader is a header with every witness field set.
+func childHeader(id string) session.Header {
+	return session.Header{
+		Version: 0, ID: id, CreatedAt: 1789000001000,
+		Cwd: ptr("/home/dev/p"), ParentSession: ptr("parent"), SeedLength: ptr(int64(4)),
+		Origin: ptr("subagent"), DelegationDepth: ptr(int64(1)), AgentPreset: ptr("reviewer"),
+	}
+}
+
+// memStore is the session logs a test's ReadFunc serves.
+type memStore map[string]storedLog
+
+type storedLog struct {
+	h      session.Header
+	events []session.Event
+}
+
+func (m memStore) read(_ context.Context, id string) (session.Header, []session.Event, error) {
+	s, ok := m[id]
+	if !ok {
+		return session.Header{}, nil, fmt.Errorf("read %s: %w", id, projcache.ErrSessionGone)
+	}
+	return s.h, s.events, nil
+}
+
+func (m memStore) header(ctx context.Context, id string) (session.Header, error) {
+	h, _, err := m.read(ctx, id)
+	return h, err
+}
+
+// folded folds a log with reg and returns its checkpoint and watermark.
+func folded(t *testing.T, reg *projcache.Registry, log []session.Event) (projcache.Checkpoint, int64) {
+	t.Helper()
+	f := reg.NewFold()
+	f.Apply(log...)
+	cp, err := f.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp, f.AsOfSeq()
+}
+
+func TestLookupHit(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	reg := registry(t, countUnit{ver: 1})
+	c := projcache.NewCache(db, reg)
+	h := childHeader("c1")
+	if l, err := c.Lookup(ctx, h); err != nil || l.Status != projcache.Miss {
+		t.Fatalf("empty cache: %v %v", l.Status, err)
+	}
+	cp, asOf := folded(t, reg, events("turn/start", descA, "turn/end"))
+	if err := c.Put(ctx, h, asOf, cp); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Lookup(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Status != projcache.Hit || l.AsOfSeq != 2 || len(l.Dropped) != 0 {
+		t.Fatalf("lookup %+v", l)
+	}
+	if string(l.Values["subagent"]) != `{"mode":"continuable","label":"a","seq":1}` || string(l.Values["count"]) != "3" {
+		t.Fatalf("values %s", l.Values)
+	}
+	if !reflect.DeepEqual(l.Rows, cp) {
+		t.Fatalf("rows %v, put %v", l.Rows, cp)
+	}
+}
+
+// TestLookupForeign: a difference in any one witness field makes the record
+// another lifecycle's.
+func TestLookupForeign(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	reg := registry(t)
+	c := projcache.NewCache(db, reg)
+	stored := childHeader("c1")
+	cp, asOf := folded(t, reg, events(descA))
+	if err := c.Put(ctx, stored, asOf, cp); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		field  string
+		change func(*session.Header)
+	}{
+		{"version", func(h *session.Header) { h.Version++ }},
+		{"createdAt", func(h *session.Header) { h.CreatedAt++ }},
+		{"cwd", func(h *session.Header) { h.Cwd = ptr("/elsewhere") }},
+		{"cwd", func(h *session.Header) { h.Cwd = nil }},
+		{"parentSession", func(h *session.Header) { h.ParentSession = ptr("another-parent") }},
+		{"parentSession", func(h *session.Header) { h.ParentSession = nil }},
+		{"seedLength", func(h *session.Header) { h.SeedLength = ptr(int64(5)) }},
+		{"seedLength", func(h *session.Header) { h.SeedLength = nil }},
+		{"seedLength", func(h *session.Header) { h.SeedLength = ptr(int64(0)) }},
+		{"origin", func(h *session.Header) { h.Origin = nil }},
+		{"delegationDepth", func(h *session.Header) { h.DelegationDepth = ptr(int64(2)) }},
+		{"delegationDepth", func(h *session.Header) { h.DelegationDepth = nil }},
+		{"agentPreset", func(h *session.Header) { h.AgentPreset = ptr("other") }},
+		{"agentPreset", func(h *session.Header) { h.AgentPreset = nil }},
+	}
+	for i, tc := range cases {
+		t.Run(fmt.Sprintf("%d-%s", i, tc.field), func(t *testing.T) {
+			h := stored
+			tc.change(&h)
+			l, err := c.Lookup(ctx, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Status != projcache.Foreign || l.Values != nil || l.Reason != "witness field "+tc.field+" differs from the header" {
+				t.Fatalf("lookup %+v", l)
+			}
+		})
+	}
+	// The reverse direction: a record written for an unseeded header with
+	// absent optionals does not serve a header that has them.
+	bare := session.Header{ID: "c2", CreatedAt: 5}
+	if err := c.Put(ctx, bare, asOf, cp); err != nil {
+		t.Fatal(err)
+	}
+	withDepth := bare
+	withDepth.DelegationDepth = ptr(int64(0))
+	if l, _ := c.Lookup(ctx, withDepth); l.Status != projcache.Foreign {
+		t.Fatalf("absent vs 0 delegationDepth: %v", l.Status)
+	}
+	if l, _ := c.Lookup(ctx, bare); l.Status != projcache.Hit {
+		t.Fatalf("same bare header: %v", l.Status)
+	}
+}
+
+// TestLookupStateVersion: a row at another state version is dropped, the
+// rest of the record still serves.
+func TestLookupStateVersion(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	h := childHeader("c1")
+	old := registry(t, countUnit{ver: 1})
+	cp, asOf := folded(t, old, events(descA, "turn/end"))
+	if err := projcache.NewCache(db, old).Put(ctx, h, asOf, cp); err != nil {
+		t.Fatal(err)
+	}
+	l, err := projcache.NewCache(db, registry(t, countUnit{ver: 2})).Lookup(ctx, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Status != projcache.Hit || len(l.Values) != 1 || string(l.Values["subagent"]) != `{"mode":"continuable","label":"a","seq":0}` {
+		t.Fatalf("lookup %+v", l)
+	}
+	if _, ok := l.Rows["count"]; ok || l.Dropped["count"] != "state version 1, registered 2" {
+		t.Fatalf("count row: rows %v dropped %v", l.Rows, l.Dropped)
+	}
+}
+
+// TestLookupPoisoned: bytes that do not decode as rows are a miss, never an
+// error or a panic.
+func TestLookupPoisoned(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	reg := registry(t)
+	c := projcache.NewCache(db, reg)
+	h := childHeader("c1")
+	cp, asOf := folded(t, reg, events(descA))
+	for _, bad := range []string{
+		``, `not json`, `null`, `[]`, `{"subagent":`, `{"subagent":{"ver":2,"seq":0}}`,
+		`{"subagent":{"ver":-1,"seq":0,"val":{}}}`, `{"subagent":{"ver":2,"seq":-2,"val":{}}}`,
+		`{"subagent":{"ver":2.5,"seq":0,"val":{}}}`, `{"subagent":{"ver":"2","seq":0,"val":{}}}`,
+		`{"subagent":7}`, `{} {}`, "\xff\xfe",
+	} {
+		if err := c.Put(ctx, h, asOf, cp); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`UPDATE projection_checkpoints SET rows = ? WHERE session_id = ?`, bad, h.ID); err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.Lookup(ctx, h)
+		if err != nil || l.Status != projcache.Poisoned || l.Values != nil || l.Reason == "" {
+			t.Errorf("rows %q: %+v, %v", bad, l, err)
+		}
+	}
+}
+
+func TestPutReplacesWholeRecord(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	reg := registry(t, countUnit{ver: 1})
+	c := projcache.NewCache(db, reg)
+	h := childHeader("c1")
+	cp, asOf := folded(t, reg, events(descA, "turn/end"))
+	if err := c.Put(ctx, h, asOf, cp); err != nil {
+		t.Fatal(err)
+	}
+	// A second writer knows only the subagent unit: the count row must not
+	// survive from the first record.
+	only := registry(t)
+	cp2, asOf2 := folded(t, only, events(descA, "turn/end", "turn/start"))
+	newLife := h
+	newLife.CreatedAt++
+	if err := projcache.NewCache(db, only).Put(ctx, newLife, asOf2, cp2); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var rows string
+	if err := db.QueryRow(`SELECT count(*), max(rows) FROM projection_checkpoints`).Scan(&n, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || strings.Contains(rows, "count") {
+		t.Fatalf("%d records, rows %s", n, rows)
+	}
+	if l, _ := c.Lookup(ctx, h); l.Status != projcache.Foreign {
+		t.Fatalf("old lifecycle: %v", l.Status)
+	}
+	l, _ := c.Lookup(ctx, newLife)
+	if l.Status != projcache.Hit || l.AsOfSeq != 2 || len(l.Values) != 1 || l.Dropped != nil {
+		t.Fatalf("new lifecycle: %+v", l)
+	}
+}
+
+// TestPutRefusesRowsAheadOfTheLog: the log leads; a row claiming events past
+// the watermark, or a state that is not JSON, is never written.
+func TestPutRefuses(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	c := projcache.NewCache(db, registry(t))
+	h := childHeader("c1")
+	for name, cp := range map[string]projcache.Checkpoint{
+		"ahead":    {"subagent": {Ver: 2, Seq: 5, Val: json.RawMessage(`{}`)}},
+		"not json": {"subagent": {Ver: 2, Seq: 1, Val: json.RawMessage(`{`)}},
+		"no key":   {"": {Ver: 2, Seq: 1, Val: json.RawMessage(`{}`)}},
+	} {
+		if err := c.Put(ctx, h, 3, cp); err == nil {
+			t.Errorf("%s: written", name)
+		}
+	}
+	if l, _ := c.Lookup(ctx, h); l.Status != projcache.Miss {
+		t.Fatalf("a refused put left a record: %v", l.Status)
+	}
+}
+
+func TestLookupMany(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	reg := registry(t)
+	c := projcache.NewCache(db, reg)
+	var headers []session.Header
+	for i := range 5 {
+		h := childHeader(fmt.Sprintf("child-%d", i))
+		h.SeedLength = nil
+		headers = append(headers, h)
+		if i == 4 {
+			continue // no record
+		}
+		cp, asOf := folded(t, reg, events("turn/start", fmt.Sprintf(`subagent/descriptor={"version":2,"mode":"one-shot","provider":"spawn","label":"n%d"}`, i)))
+		if err := c.Put(ctx, h, asOf, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Exec(`UPDATE projection_checkpoints SET rows = 'x' WHERE session_id = 'child-2'`); err != nil {
+		t.Fatal(err)
+	}
+	headers[3].CreatedAt++ // another lifecycle than the record's
+	got, err := c.LookupMany(ctx, headers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]projcache.Status{"child-0": projcache.Hit, "child-1": projcache.Hit, "child-2": projcache.Poisoned, "child-3": projcache.Foreign, "child-4": projcache.Miss}
+	if len(got) != len(want) {
+		t.Fatalf("got %d lookups", len(got))
+	}
+	for id, st := range want {
+		if got[id].Status != st {
+			t.Errorf("%s: %v, want %v", id, got[id].Status, st)
+		}
+	}
+	if string(got["child-1"].Values["subagent"]) != `{"mode":"one-shot","label":"n1","seq":1}` {
+		t.Fatalf("child-1: %s", got["child-1"].Values)
+	}
+	for id := range want {
+		one, _ := c.Lookup(ctx, headers[id[len(id)-1]-'0'])
+		if !reflect.DeepEqual(one, got[id]) {
+			t.Errorf("%s: LookupMany %+v, Lookup %+v", id, got[id], one)
+		}
+	}
+	if empty, err := c.LookupMany(ctx, nil); err != nil || len(empty) != 0 {
+		t.Fatalf("no headers: %v %v", empty, err)
+	}
+}
+
+func TestDeleteClearIDs(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	reg := registry(t)
+	c := projcache.NewCache(db, reg)
+	cp, asOf := folded(t, reg, events(descA))
+	for _, id := range []string{"b", "a", "c"} {
+		if err := c.Put(ctx, childHeader(id), asOf, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Delete(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := c.IDs(ctx); err != nil || !reflect.DeepEqual(ids, []string{"a", "c"}) {
+		t.Fatalf("ids %v %v", ids, err)
+	}
+	if n, err := c.Clear(ctx); err != nil || n != 2 {
+		t.Fatalf("clear %d %v", n, err)
+	}
+	if ids, _ := c.IDs(ctx); len(ids) != 0 {
+		t.Fatalf("after clear %v", ids)
+	}
+}
+
+// maintenanceCorpus stores four sessions with good records, then damages
+// the cache by hand: c-bad holds a wrong identity, c-stale an old count
+// version, c-poison garbage, c-foreign another lifecycle; c-orphan's session
+// is gone, c-lag is behind its log (fine).
+func maintenanceCorpus(t *testing.T) (*sql.DB, string, *projcache.Cache, memStore) {
+	t.Helper()
+	ctx := context.Background()
+	db, path := openDB(t)
+	reg := registry(t, countUnit{ver: 1})
+	c := projcache.NewCache(db, reg)
+	store := memStore{}
+	for _, id := range []string{"c-ok", "c-bad", "c-stale", "c-poison", "c-foreign", "c-orphan", "c-lag"} {
+		h := childHeader(id)
+		log := events("turn/start", descA, "turn/end")
+		store[id] = storedLog{h, log}
+		if id == "c-lag" {
+			log = log[:2]
+		}
+		cp, asOf := folded(t, reg, log)
+		if err := c.Put(ctx, h, asOf, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	delete(store, "c-orphan")
+	foreign := store["c-foreign"]
+	foreign.h.CreatedAt++
+	store["c-foreign"] = foreign
+	for id, rows := range map[string]string{
+		"c-bad":    `{"count":{"ver":1,"seq":2,"val":3},"subagent":{"ver":2,"seq":2,"val":{"identity":{"mode":"one-shot","label":"forged","seq":1}}}}`,
+		"c-stale":  `{"count":{"ver":0,"seq":2,"val":3},"subagent":{"ver":2,"seq":2,"val":{"identity":{"mode":"continuable","label":"a","seq":1}}}}`,
+		"c-poison": `{"subagent":{"ver":2,`,
+	} {
+		if _, err := db.Exec(`UPDATE projection_checkpoints SET rows = ? WHERE session_id = ?`, rows, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, path, c, store
+}
+
+func fileHash(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+func TestVerify(t *testing.T) {
+	ctx := context.Background()
+	_, path, c, store := maintenanceCorpus(t)
+	before := fileHash(t, path)
+	rep, err := c.Verify(ctx, store.read, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Checked != 7 || len(rep.NoRecord) != 0 {
+		t.Fatalf("checked %d, no record %v", rep.Checked, rep.NoRecord)
+	}
+	var got []string
+	for _, f := range rep.Findings {
+		got = append(got, f.String())
+	}
+	want := []string{
+		"c-bad: subagent mismatch: state at seq 2 differs from a refold of the log",
+		"c-foreign: foreign: witness field createdAt differs from the stored header",
+		"c-orphan: orphan: read c-orphan: session is not in the store",
+		"c-poison: poisoned: rows do not decode: unexpected EOF",
+		"c-stale: count stale: state version 0, registered 1",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	one, err := c.Verify(ctx, store.read, []string{"c-ok", "c-missing"})
+	if err != nil || one.Checked != 1 || len(one.Findings) != 0 || !reflect.DeepEqual(one.NoRecord, []string{"c-missing"}) {
+		t.Fatalf("selected ids: %+v %v", one, err)
+	}
+	if _, err := c.Stats(ctx, store.header); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.LookupMany(ctx, []session.Header{childHeader("c-ok")}); err != nil {
+		t.Fatal(err)
+	}
+	if fileHash(t, path) != before {
+		t.Fatal("a read-only operation changed the database file")
+	}
+}
+
+// TestVerifyAhead: a record claiming events the log no longer has (a log cut
+// back by a repair, say) is reported.
+func TestVerifyAhead(t *testing.T) {
+	ctx := context.Background()
+	_, _, c, store := maintenanceCorpus(t)
+	ok := store["c-ok"]
+	ok.events = ok.events[:1]
+	store["c-ok"] = ok
+	rep, err := c.Verify(ctx, store.read, []string{"c-ok"})
+	if err != nil || len(rep.Findings) != 1 || rep.Findings[0].Kind != projcache.KindAhead {
+		t.Fatalf("%+v %v", rep, err)
+	}
+}
+
+func TestStats(t *testing.T) {
+	ctx := context.Background()
+	_, _, c, store := maintenanceCorpus(t)
+	st, err := c.Stats(ctx, store.header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := projcache.Stats{
+		Records:  7,
+		Units:    map[string]map[int]int{"subagent": {2: 6}, "count": {1: 5, 0: 1}},
+		Stale:    1,
+		Poisoned: 1,
+		Foreign:  1,
+		Orphaned: 1,
+	}
+	if !reflect.DeepEqual(st, want) {
+		t.Fatalf("stats %+v, want %+v", st, want)
+	}
+	st, _ = c.Stats(ctx, nil)
+	if st.Foreign != 0 || st.Orphaned != 0 || st.Records != 7 {
+		t.Fatalf("without headers %+v", st)
+	}
+}
+
+func TestRebuild(t *testing.T) {
+	ctx := context.Background()
+	_, _, c, store := maintenanceCorpus(t)
+	var calls []int
+	rep, err := c.Rebuild(ctx, store.read, nil, func(done, total int) {
+		if total != 7 {
+			t.Errorf("total %d", total)
+		}
+		calls = append(calls, done)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rewritten != 6 || len(rep.Removed) != 1 || rep.Removed[0].SessionID != "c-orphan" || rep.Removed[0].Kind != projcache.KindOrphan || len(rep.UnitFailures) != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if !reflect.DeepEqual(calls, []int{1, 2, 3, 4, 5, 6, 7}) {
+		t.Fatalf("progress %v", calls)
+	}
+	after, err := c.Verify(ctx, store.read, nil)
+	if err != nil || after.Checked != 6 || len(after.Findings) != 0 {
+		t.Fatalf("verify after rebuild: %+v %v", after, err)
+	}
+	for id, s := range store {
+		l, err := c.Lookup(ctx, s.h)
+		if err != nil || l.Status != projcache.Hit || l.AsOfSeq != 2 || string(l.Values["subagent"]) != `{"mode":"continuable","label":"a","seq":1}` {
+			t.Errorf("%s after rebuild: %+v %v", id, l, err)
+		}
+	}
+}
+
+// TestRebuildUnitFailure: a unit that fails on a log leaves its row out;
+// the record keeps every other unit's row, so a reader refolds that unit.
+func TestRebuildUnitFailure(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	c := projcache.NewCache(db, registry(t, trapUnit{}))
+	h := childHeader("c1")
+	store := memStore{"c1": {h, events(descA, "x/fail")}}
+	rep, err := c.Rebuild(ctx, store.read, []string{"c1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rewritten != 1 || len(rep.UnitFailures) != 1 || rep.UnitFailures[0].String() != "c1: trap unit-failed: cannot fold x/fail" {
+		t.Fatalf("report %+v", rep)
+	}
+	l, _ := c.Lookup(ctx, h)
+	if l.Status != projcache.Hit || len(l.Values) != 1 || l.Values["subagent"] == nil {
+		t.Fatalf("lookup %+v", l)
+	}
+}
+
+func TestRebuildUnreadableLogRemovesRecord(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	reg := registry(t)
+	c := projcache.NewCache(db, reg)
+	h := childHeader("c1")
+	cp, asOf := folded(t, reg, events(descA))
+	if err := c.Put(ctx, h, asOf, cp); err != nil {
+		t.Fatal(err)
+	}
+	broken := func(context.Context, string) (session.Header, []session.Event, error) {
+		return session.Header{}, nil, fmt.Errorf("seq 3 is not contiguous; expected 2")
+	}
+	rep, err := c.Rebuild(ctx, broken, []string{"c1"}, nil)
+	if err != nil || len(rep.Removed) != 1 || rep.Removed[0].Kind != projcache.KindUnreadable || !strings.Contains(rep.Removed[0].Reason, "not contiguous") {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	if l, _ := c.Lookup(ctx, h); l.Status != projcache.Miss {
+		t.Fatalf("record kept: %v", l.Status)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := c.Rebuild(cancelled, broken, []string{"c1"}, nil); err == nil {
+		t.Fatal("a cancelled rebuild must stop with an error")
+	}
+}
