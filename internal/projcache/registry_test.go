@@ -16,9 +16,9 @@ import (
 // countUnit counts every event; it declares no event types, so it reads all.
 type countUnit struct{ ver int }
 
-func (u countUnit) Key() string           { return "count" }
-func (u countUnit) StateVersion() int     { return u.ver }
-func (countUnit) Init() json.RawMessage   { return json.RawMessage(`0`) }
+func (u countUnit) Key() string                                   { return "count" }
+func (u countUnit) StateVersion() int                             { return u.ver }
+func (countUnit) Init() json.RawMessage                           { return json.RawMessage(`0`) }
 func (countUnit) View(s json.RawMessage) (json.RawMessage, error) { return s, nil }
 func (countUnit) Apply(s json.RawMessage, _ session.Event) (json.RawMessage, error) {
 	n, err := strconv.Atoi(string(s))
