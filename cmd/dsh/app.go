@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/render"
+)
+
+// commands builds every top-level command. A new command is one file with a
+// newXxxCmd(*app) constructor and one line here.
+var commands = []func(*app) *cobra.Command{
+	newInitCmd,
+	newVersionCmd,
+	newConfigCmd,
+	newSessionCmd,
+}
+
+// app is what every command runs with: the process's streams and the
+// configuration, resolved on first use. Nothing in it is global, so tests run
+// many commands in one process.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	stdoutTTY      bool
+	now            func() time.Time
+
+	globalFlags *pflag.FlagSet
+	cfg         *config
+	// started is set once cobra has parsed flags and arguments and handed
+	// control to a command; an uncoded error before that is a usage error.
+	started bool
+	// output is the format the running command prints in; with JSON the
+	// error report goes to stdout as JSON too.
+	output render.Format
+}
+
+// Main runs dsh with args (without the program name) and returns the exit
+// status.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(ctx, args, stdin, stdout, stderr, time.Now)
+}
+
+// run is Main with the clock as a parameter, so tests can pin the times dsh
+// records (createdAt, end-seed time) and compare output with golden files.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) int {
+	a := &app{
+		stdin:     stdin,
+		stdout:    stdout,
+		stderr:    stderr,
+		stdoutTTY: isTerminal(stdout),
+		now:       now,
+	}
+	root := a.newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil && ctx.Err() != nil {
+		// The command finished its work but the user asked it to stop;
+		// report what happened rather than a clean success.
+		err = ctx.Err()
+	}
+	return a.exit(err)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func (a *app) newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "dsh",
+		Short: "Offline tool for DeepSeek Harness session corpora",
+		Long: `dsh keeps DeepSeek Harness (DSH) sessions in one SQLite file and starts,
+resumes, lists and diagnoses subagent children the way DSH does, offline.
+
+` + exitStatusHelp(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          cobra.ArbitraryArgs,
+		RunE:          groupRunE,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			a.started = true
+			return nil
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &dsherr.Error{Code: dsherr.Usage, Msg: err.Error(), Err: err}
+	})
+	pf := root.PersistentFlags()
+	pf.String("db", "", "database file (env DSH_DB; default $XDG_DATA_HOME/dsh/dsh.db)")
+	pf.String("config", "", "config file (env DSH_CONFIG; default $XDG_CONFIG_HOME/dsh/config.yaml)")
+	pf.Bool("no-color", false, "never colour output (env DSH_NO_COLOR or NO_COLOR)")
+	a.globalFlags = pf
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd(a))
+	}
+	return root
+}
+
+// config returns the effective configuration, resolved on first use: help
+// never needs it, and a command reports a bad setting as its own error.
+func (a *app) config() (*config, error) {
+	if a.cfg == nil {
+		cfg, err := loadConfig(a.globalFlags, a.warn)
+		if err != nil {
+			return nil, err
+		}
+		a.cfg = cfg
+	}
+	return a.cfg, nil
+}
+
+// warn reports a problem that does not stop the command, on stderr.
+func (a *app) warn(msg string) {
+	fmt.Fprintf(a.stderr, "dsh: warning: %s\n", render.Escape(msg))
+}
+
+// printer returns the printer for the running command's results in format f.
+func (a *app) printer(f render.Format) (*render.Printer, error) {
+	a.output = f
+	cfg, err := a.config()
+	if err != nil {
+		return nil, err
+	}
+	return render.New(a.stdout, render.Options{Format: f, TTY: a.stdoutTTY, Color: !cfg.NoColor}), nil
+}
+
+// newGroupCmd is a command that only holds subcommands. Run bare, it prints
+// its help; run with anything else, it is a usage error (cobra would print
+// the help and succeed).
+func newGroupCmd(use, short, long string, children ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  long + "\n\n" + exitStatusHelp(),
+		Args:  cobra.ArbitraryArgs,
+		RunE:  groupRunE,
+	}
+	c.AddCommand(children...)
+	return c
+}
+
+func groupRunE(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return cmd.Help()
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+	}
+	return dsherr.New(dsherr.Usage, "%s", msg)
+}
+
+// exactArgs requires exactly the named positional arguments.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == len(names) {
+			return nil
+		}
+		want := "no arguments"
+		if len(names) > 0 {
+			want = strings.Join(names, " ")
+		}
+		return dsherr.New(dsherr.Usage, "%s: want %s, got %d argument(s)", cmd.CommandPath(), want, len(args))
+	}
+}

@@ -1,0 +1,383 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/render"
+)
+
+// config is dsh's effective configuration. Each value comes from the first
+// layer that sets it: a command-line flag, an environment variable DSH_*, the
+// config file, or the built-in default.
+type config struct {
+	// DB is the absolute path of the SQLite database.
+	DB          string
+	BusyTimeout time.Duration
+	// Output is the preferred output format; "" lets each command use its
+	// own default. A command that cannot print this format ignores it.
+	Output  string
+	NoColor bool
+	Cache   struct {
+		// WriteEveryEvents and WriteInterval bound how stale a live session's
+		// projection checkpoint may get: whichever comes first triggers a write.
+		WriteEveryEvents int
+		WriteInterval    time.Duration
+	}
+	// MaxDepth is the delegation depth limit for starting children.
+	MaxDepth int
+	// ColdConcurrency bounds parallel cold reads while listing.
+	ColdConcurrency int
+	Lease           struct {
+		TTL       time.Duration
+		Heartbeat time.Duration
+	}
+
+	// File is the config file consulted ("" when there is none to look at);
+	// FileLoaded says whether it existed and was read.
+	File       string
+	FileLoaded bool
+	// Sources lists every setting with its value and the layer it came
+	// from, in declaration order (what `dsh config` prints).
+	Sources []configSource
+}
+
+// configSource is one resolved setting, as `dsh config` reports it.
+type configSource struct {
+	Key    string `json:"key"`
+	Value  any    `json:"value"`
+	Source string `json:"source"`
+	Env    string `json:"env"`
+}
+
+// setting declares one configuration key. Adding a key is one entry in
+// (*config).settings.
+type setting struct {
+	key string // as written in the config file, dotted for nesting
+	// flag is the global flag bound to the key, "" when only the other
+	// layers set it.
+	flag   string
+	target target
+	def    any
+}
+
+// target parses a raw value (a string from a flag or the environment, a
+// YAML scalar from the file) into a config field.
+type target interface {
+	set(raw any) error
+	value() any
+}
+
+func (c *config) settings(defaultDB string) []setting {
+	return []setting{
+		{key: "db", flag: "db", target: pathTarget{&c.DB}, def: defaultDB},
+		{key: "busyTimeoutMs", target: msTarget{&c.BusyTimeout, 0}, def: 5000},
+		{key: "output", target: formatTarget{&c.Output}, def: ""},
+		{key: "noColor", flag: "no-color", target: boolTarget{&c.NoColor}, def: false},
+		{key: "cache.writeEveryEvents", target: intTarget{&c.Cache.WriteEveryEvents, 1}, def: 200},
+		{key: "cache.writeIntervalMs", target: msTarget{&c.Cache.WriteInterval, 1}, def: 5000},
+		{key: "maxDepth", target: intTarget{&c.MaxDepth, 0}, def: 2},
+		{key: "coldConcurrency", target: intTarget{&c.ColdConcurrency, 1}, def: 4},
+		{key: "lease.ttlMs", target: msTarget{&c.Lease.TTL, 1}, def: 30000},
+		{key: "lease.heartbeatMs", target: msTarget{&c.Lease.Heartbeat, 1}, def: 10000},
+	}
+}
+
+// envName is the environment variable bound to a key: DSH_ followed by the
+// key in upper snake case (cache.writeEveryEvents → DSH_CACHE_WRITE_EVERY_EVENTS).
+func envName(key string) string {
+	var b strings.Builder
+	b.WriteString("DSH_")
+	prevLower := false
+	for _, r := range key {
+		switch {
+		case r == '.':
+			b.WriteByte('_')
+			prevLower = false
+		case unicode.IsUpper(r):
+			if prevLower {
+				b.WriteByte('_')
+			}
+			b.WriteRune(r)
+			prevLower = false
+		default:
+			b.WriteRune(unicode.ToUpper(r))
+			prevLower = true
+		}
+	}
+	return b.String()
+}
+
+const configEnv = "DSH_CONFIG"
+
+// xdgDir returns $<name> when it is an absolute path, else $HOME/<fallback>;
+// the XDG base directory spec says relative values are to be ignored.
+func xdgDir(name, fallback string) string {
+	if d := os.Getenv(name); filepath.IsAbs(d) {
+		return d
+	}
+	if home := os.Getenv("HOME"); filepath.IsAbs(home) {
+		return filepath.Join(home, fallback)
+	}
+	return ""
+}
+
+func defaultConfigFile() string {
+	if d := xdgDir("XDG_CONFIG_HOME", ".config"); d != "" {
+		return filepath.Join(d, "dsh", "config.yaml")
+	}
+	return ""
+}
+
+func defaultDB() string {
+	if d := xdgDir("XDG_DATA_HOME", filepath.Join(".local", "share")); d != "" {
+		return filepath.Join(d, "dsh", "dsh.db")
+	}
+	return ""
+}
+
+// loadConfig resolves every setting. flags holds the global flags; a flag
+// counts only when it was given on the command line (Changed), never through
+// its default. warn receives non-fatal problems (unknown keys in the file).
+func loadConfig(flags *pflag.FlagSet, warn func(string)) (*config, error) {
+	c := &config{}
+	settings := c.settings(defaultDB())
+	v := viper.New()
+	for _, s := range settings {
+		v.SetDefault(s.key, s.def)
+		if err := v.BindEnv(s.key, envName(s.key)); err != nil {
+			return nil, fmt.Errorf("bind %s: %w", s.key, err)
+		}
+	}
+
+	fileSource, err := c.readFile(v, flags)
+	if err != nil {
+		return nil, err
+	}
+	if c.FileLoaded {
+		known := make(map[string]bool, len(settings))
+		for _, s := range settings {
+			known[strings.ToLower(s.key)] = true
+		}
+		for _, k := range v.AllKeys() {
+			if !known[k] && v.InConfig(k) {
+				warn(fmt.Sprintf("config file %s: unknown key %q ignored", c.File, k))
+			}
+		}
+	}
+	c.Sources = append(c.Sources, configSource{Key: "config", Value: c.File, Source: fileSource, Env: configEnv})
+
+	for _, s := range settings {
+		raw, source := v.Get(s.key), "default"
+		env := envName(s.key)
+		switch {
+		case s.flag != "" && flags.Changed(s.flag):
+			raw, source = flags.Lookup(s.flag).Value.String(), "flag --"+s.flag
+		case os.Getenv(env) != "":
+			source = "env " + env
+		case s.key == "noColor" && os.Getenv("NO_COLOR") != "":
+			// https://no-color.org: any non-empty NO_COLOR disables colour.
+			raw, source = true, "env NO_COLOR"
+		case v.InConfig(s.key):
+			source = "file"
+		}
+		if err := s.target.set(raw); err != nil {
+			return nil, dsherr.New(dsherr.InvalidInput, "config %s (%s): %v", s.key, source, err)
+		}
+		c.Sources = append(c.Sources, configSource{Key: s.key, Value: s.target.value(), Source: source, Env: env})
+	}
+	if c.Lease.Heartbeat >= c.Lease.TTL {
+		return nil, dsherr.New(dsherr.InvalidInput,
+			"config lease.heartbeatMs (%d) must be smaller than lease.ttlMs (%d): a holder must renew before its lease expires",
+			c.Lease.Heartbeat.Milliseconds(), c.Lease.TTL.Milliseconds())
+	}
+	return c, nil
+}
+
+// readFile loads the config file into v and returns where its path came
+// from. A missing default file is normal; a file the user named (flag or
+// DSH_CONFIG) must exist, and any file that exists must parse.
+func (c *config) readFile(v *viper.Viper, flags *pflag.FlagSet) (string, error) {
+	source, explicit := "default", true
+	switch {
+	case flags.Changed("config"):
+		c.File, source = flags.Lookup("config").Value.String(), "flag --config"
+	case os.Getenv(configEnv) != "":
+		c.File, source = os.Getenv(configEnv), "env "+configEnv
+	default:
+		c.File, explicit = defaultConfigFile(), false
+	}
+	if c.File == "" {
+		if explicit {
+			return "", dsherr.New(dsherr.Usage, "--config: empty file name")
+		}
+		return "default (no home directory)", nil
+	}
+	if _, err := os.Stat(c.File); errors.Is(err, fs.ErrNotExist) && !explicit {
+		return "default (absent)", nil
+	}
+	v.SetConfigFile(c.File)
+	if filepath.Ext(c.File) == "" {
+		v.SetConfigType("yaml")
+	}
+	if err := v.ReadInConfig(); err != nil {
+		code := dsherr.InvalidInput
+		if errors.Is(err, fs.ErrNotExist) {
+			code = dsherr.Usage
+		}
+		return "", dsherr.Wrap(code, err, "config file %s (%s)", c.File, source)
+	}
+	c.FileLoaded = true
+	return source, nil
+}
+
+type pathTarget struct{ p *string }
+
+func (t pathTarget) set(raw any) error {
+	s, ok := raw.(string)
+	if !ok {
+		return fmt.Errorf("want a path, got %v", raw)
+	}
+	if s == "" {
+		return errors.New("no path: set --db, DSH_DB or db in the config file (no home directory to default to)")
+	}
+	if rest, ok := strings.CutPrefix(s, "~/"); ok {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return fmt.Errorf("expand %s: %w", s, err)
+		}
+		s = filepath.Join(home, rest)
+	}
+	abs, err := filepath.Abs(s)
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", s, err)
+	}
+	*t.p = abs
+	return nil
+}
+
+func (t pathTarget) value() any { return *t.p }
+
+type formatTarget struct{ p *string }
+
+func (t formatTarget) set(raw any) error {
+	s, ok := raw.(string)
+	if !ok {
+		return fmt.Errorf("want a format name, got %v", raw)
+	}
+	if s != "" {
+		if _, err := render.ParseFormat(s, allFormats...); err != nil {
+			return err
+		}
+	}
+	*t.p = s
+	return nil
+}
+
+func (t formatTarget) value() any { return *t.p }
+
+type boolTarget struct{ p *bool }
+
+func (t boolTarget) set(raw any) error {
+	switch x := raw.(type) {
+	case bool:
+		*t.p = x
+	case string:
+		b, err := strconv.ParseBool(x)
+		if err != nil {
+			return fmt.Errorf("%q is not a boolean (true or false)", x)
+		}
+		*t.p = b
+	default:
+		return fmt.Errorf("%v is not a boolean (true or false)", raw)
+	}
+	return nil
+}
+
+func (t boolTarget) value() any { return *t.p }
+
+type intTarget struct {
+	p   *int
+	min int
+}
+
+func (t intTarget) set(raw any) error {
+	n, err := toInt(raw)
+	if err != nil {
+		return err
+	}
+	if n < int64(t.min) {
+		return fmt.Errorf("%d is below the minimum %d", n, t.min)
+	}
+	if n > math.MaxInt32 {
+		return fmt.Errorf("%d is too large", n)
+	}
+	*t.p = int(n)
+	return nil
+}
+
+func (t intTarget) value() any { return *t.p }
+
+// msTarget is a duration configured in whole milliseconds.
+type msTarget struct {
+	p   *time.Duration
+	min int64
+}
+
+func (t msTarget) set(raw any) error {
+	n, err := toInt(raw)
+	if err != nil {
+		return err
+	}
+	if n < t.min {
+		return fmt.Errorf("%d is below the minimum %d", n, t.min)
+	}
+	if n > math.MaxInt64/int64(time.Millisecond) {
+		return fmt.Errorf("%d milliseconds is too long", n)
+	}
+	*t.p = time.Duration(n) * time.Millisecond
+	return nil
+}
+
+func (t msTarget) value() any { return t.p.Milliseconds() }
+
+// toInt accepts what each layer produces for a number: a string (flag,
+// environment, quoted YAML) or a YAML integer. Fractions are refused rather
+// than truncated.
+func toInt(raw any) (int64, error) {
+	switch x := raw.(type) {
+	case int:
+		return int64(x), nil
+	case int64:
+		return x, nil
+	case uint64:
+		if x > math.MaxInt64 {
+			return 0, fmt.Errorf("%d is too large", x)
+		}
+		return int64(x), nil
+	case float64:
+		if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+			return 0, fmt.Errorf("%v is not a whole number", x)
+		}
+		return int64(x), nil
+	case string:
+		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a whole number", x)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("%v is not a whole number", raw)
+}

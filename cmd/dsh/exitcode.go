@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+)
+
+// Exit statuses (design README, "Exit codes"). Like diff and grep: 1 means
+// "looked, and the answer is no"; 2 and above mean "could not answer".
+const (
+	exitOK        = 0
+	exitFound     = 1   // the command worked and found what the user asked to fail on
+	exitUsage     = 2   // bad usage, invalid input or a refused request; nothing written
+	exitStore     = 3   // the store or a source could not be read or written
+	exitConflict  = 4   // another live process holds the child; nothing written
+	exitCancelled = 130 // SIGINT or SIGTERM
+)
+
+// exitCodes maps every coded error to its exit status. A code missing here
+// (added to dsherr later) exits with exitStore: dsh could not answer.
+var exitCodes = map[dsherr.Code]int{
+	dsherr.Cancelled:       exitCancelled,
+	dsherr.Usage:           exitUsage,
+	dsherr.InvalidInput:    exitUsage,
+	dsherr.NotFound:        exitUsage,
+	dsherr.NotResumable:    exitUsage,
+	dsherr.Unauthorized:    exitUsage,
+	dsherr.DuplicateChild:  exitUsage,
+	dsherr.DepthExceeded:   exitUsage,
+	dsherr.NotDelivered:    exitConflict,
+	dsherr.StaleWriter:     exitConflict,
+	dsherr.StoreError:      exitStore,
+	dsherr.InvalidLog:      exitStore,
+	dsherr.DescriptorError: exitStore,
+	dsherr.UnsupportedFmt:  exitStore,
+	dsherr.Internal:        exitStore,
+}
+
+// classify decides the stable code and exit status of err. started says
+// whether a command's own code ran (an uncoded error before that comes from
+// cobra's flag or argument parsing).
+func classify(err error, started bool) (dsherr.Code, int) {
+	if err == nil {
+		return "", exitOK
+	}
+	// Cancellation wins over whatever the interrupted layer wrapped it in.
+	if errors.Is(err, context.Canceled) {
+		return dsherr.Cancelled, exitCancelled
+	}
+	if errors.Is(err, sqlitepersist.ErrNoDatabase) {
+		return dsherr.StoreError, exitStore
+	}
+	code := dsherr.CodeOf(err)
+	var ve *session.ValidationError
+	switch {
+	case code != "":
+	case errors.Is(err, sqlitepersist.ErrNotFound):
+		code = dsherr.NotFound
+	case errors.Is(err, sqlitepersist.ErrDuplicate):
+		code = dsherr.DuplicateChild
+	case errors.As(err, &ve):
+		code = dsherr.InvalidLog
+	case errors.Is(err, sqlitepersist.ErrCorrupt):
+		code = dsherr.StoreError
+	case !started:
+		code = dsherr.Usage
+	default:
+		code = dsherr.Internal
+	}
+	status, ok := exitCodes[code]
+	if !ok {
+		status = exitStore
+	}
+	return code, status
+}
+
+// exit reports err (if any) and returns the exit status. stderr gets exactly
+// one line, dsh: <CODE>: <message>; a command printing JSON also gets the
+// error as JSON on stdout, so a consumer reading stdout sees why it is short.
+func (a *app) exit(err error) int {
+	code, status := classify(err, a.started)
+	if err == nil {
+		return status
+	}
+	msg := err.Error()
+	if errors.Is(err, context.Canceled) && dsherr.CodeOf(err) == "" {
+		msg = "interrupted: " + msg
+	}
+	fmt.Fprintf(a.stderr, "dsh: %s: %s\n", code, render.Escape(strings.TrimSpace(msg)))
+	if a.output == render.JSON {
+		doc := errorDoc{Error: errorBody{Code: string(code), Message: msg}}
+		// stdout may be what failed; stderr already has the report.
+		_ = render.New(a.stdout, render.Options{Format: render.JSON}).JSON(doc)
+	}
+	return status
+}
+
+type errorDoc struct {
+	Error errorBody `json:"error"`
+}
+
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// exitStatusHelp is the EXIT STATUS section of a command's help: the
+// statuses every command shares, then lines specific to the command.
+func exitStatusHelp(specific ...string) string {
+	var b strings.Builder
+	b.WriteString("EXIT STATUS\n")
+	b.WriteString("  0    success\n")
+	for _, s := range specific {
+		b.WriteString("  " + s + "\n")
+	}
+	b.WriteString("  2    bad usage or invalid input (unknown flag, malformed or unknown id); nothing written\n")
+	b.WriteString("  3    the database could not be read or written (missing for a read command, permissions, corruption)\n")
+	b.WriteString("  130  interrupted (SIGINT or SIGTERM)\n")
+	b.WriteString("Errors print one line to stderr: dsh: <CODE>: <message>.")
+	return b.String()
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+)
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		started  bool
+		wantCode dsherr.Code
+		wantExit int
+	}{
+		{"success", nil, true, "", 0},
+		{"cancellation wrapped as a store error", dsherr.Wrap(dsherr.StoreError, context.Canceled, "read"), true, dsherr.Cancelled, 130},
+		{"cancellation bare", fmt.Errorf("load: %w", context.Canceled), true, dsherr.Cancelled, 130},
+		{"missing database", fmt.Errorf("open: %w", sqlitepersist.ErrNoDatabase), true, dsherr.StoreError, 3},
+		{"unknown id", &dsherr.Error{Code: dsherr.NotFound, Msg: "x", Err: sqlitepersist.ErrNotFound}, true, dsherr.NotFound, 2},
+		{"unknown id uncoded", fmt.Errorf("header: %w", sqlitepersist.ErrNotFound), true, dsherr.NotFound, 2},
+		{"duplicate uncoded", fmt.Errorf("create: %w", sqlitepersist.ErrDuplicate), true, dsherr.DuplicateChild, 2},
+		{"usage", dsherr.New(dsherr.Usage, "bad"), false, dsherr.Usage, 2},
+		{"invalid input", dsherr.New(dsherr.InvalidInput, "bad"), true, dsherr.InvalidInput, 2},
+		{"not resumable", dsherr.New(dsherr.NotResumable, "x"), true, dsherr.NotResumable, 2},
+		{"unauthorized", dsherr.New(dsherr.Unauthorized, "x"), true, dsherr.Unauthorized, 2},
+		{"depth", dsherr.New(dsherr.DepthExceeded, "x"), true, dsherr.DepthExceeded, 2},
+		{"lease conflict", dsherr.New(dsherr.NotDelivered, "x"), true, dsherr.NotDelivered, 4},
+		{"stale writer", dsherr.New(dsherr.StaleWriter, "x"), true, dsherr.StaleWriter, 4},
+		{"store unavailable", dsherr.New(dsherr.StoreError, "x"), true, dsherr.StoreError, 3},
+		{"validation failure", fmt.Errorf("inspect: %w", &session.ValidationError{Seq: 3, Rule: "seq-contiguous", Msg: "m"}), true, dsherr.InvalidLog, 3},
+		{"outermost code wins", dsherr.Wrap(dsherr.Unauthorized, dsherr.New(dsherr.StoreError, "inner"), "outer"), true, dsherr.Unauthorized, 2},
+		{"uncoded before a command ran is cobra's parsing", errors.New(`unknown shorthand flag: 'x' in -x`), false, dsherr.Usage, 2},
+		{"uncoded inside a command", errors.New("surprise"), true, dsherr.Internal, 3},
+		{"a code this build does not map", &dsherr.Error{Code: "FUTURE_CODE", Msg: "x"}, true, "FUTURE_CODE", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, exit := classify(tt.err, tt.started)
+			if code != tt.wantCode || exit != tt.wantExit {
+				t.Errorf("classify = %s/%d, want %s/%d", code, exit, tt.wantCode, tt.wantExit)
+			}
+		})
+	}
+}
+
+func TestEveryCodeHasAnExitStatus(t *testing.T) {
+	for _, c := range []dsherr.Code{
+		dsherr.Cancelled, dsherr.NotResumable, dsherr.Unauthorized, dsherr.DuplicateChild,
+		dsherr.DepthExceeded, dsherr.DescriptorError, dsherr.NotDelivered, dsherr.StaleWriter,
+		dsherr.InvalidLog, dsherr.NotFound, dsherr.Usage, dsherr.InvalidInput, dsherr.StoreError,
+		dsherr.UnsupportedFmt, dsherr.Internal,
+	} {
+		if _, ok := exitCodes[c]; !ok {
+			t.Errorf("code %s has no exit status", c)
+		}
+	}
+}
+
+func TestErrorReport(t *testing.T) {
+	err := dsherr.New(dsherr.NotFound, "no session with id %q", "a\x1b[2Jb\nc")
+	for _, f := range []render.Format{render.Table, render.JSON} {
+		var stdout, stderr bytes.Buffer
+		a := &app{stdout: &stdout, stderr: &stderr, output: f, started: true}
+		if got := a.exit(err); got != exitUsage {
+			t.Errorf("%s: exit %d", f, got)
+		}
+		if want := `dsh: NOT_FOUND: no session with id "a\x1b[2Jb\nc"` + "\n"; stderr.String() != want {
+			t.Errorf("%s: stderr %q, want %q", f, stderr.String(), want)
+		}
+		if f != render.JSON {
+			if stdout.Len() != 0 {
+				t.Errorf("%s: stdout %q, want nothing", f, stdout.String())
+			}
+			continue
+		}
+		var doc struct {
+			Error struct{ Code, Message string }
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+			t.Fatalf("stdout %q: %v", stdout.String(), err)
+		}
+		if doc.Error.Code != "NOT_FOUND" || doc.Error.Message != err.Error() {
+			t.Errorf("JSON error = %+v", doc.Error)
+		}
+	}
+}

@@ -1,0 +1,169 @@
+//go:build testscript
+
+// The end-to-end scripts need github.com/rogpeppe/go-internal/testscript,
+// whose txtar package imports golang.org/x/tools/txtar; go.sum has no entry
+// for that module yet, so they build only with -tags testscript until
+// `go get github.com/rogpeppe/go-internal/testscript@v1.16.0` records it.
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden output in testdata/script/*.txtar")
+
+// fixturesDir is DSH's own corpora, read in place (never copied).
+const fixturesDir = "../../../shared/fixtures"
+
+// testNowEnv pins dsh's clock in scripts (epoch milliseconds) so that
+// recorded times, and so golden output, are reproducible.
+const testNowEnv = "DSH_TEST_NOW_MS"
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){"dsh": dshCommand})
+}
+
+// dshCommand is the dsh program as scripts run it: a real subprocess
+// executing Main, with the clock pinned when the script asks for it.
+func dshCommand() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	now := time.Now
+	if v := os.Getenv(testNowEnv); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s=%q: %v\n", testNowEnv, v, err)
+			os.Exit(100)
+		}
+		now = func() time.Time { return time.UnixMilli(ms) }
+	}
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, now)
+	stop()
+	os.Exit(code)
+}
+
+func TestScripts(t *testing.T) {
+	fixtures, err := filepath.Abs(fixturesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, statErr := os.Stat(fixtures)
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		UpdateScripts:       *update,
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
+			env.Setenv(testNowEnv, "1789000000000")
+			env.Setenv("FIXTURES", fixtures)
+			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			switch cond {
+			case "root":
+				return os.Geteuid() == 0, nil
+			case "fixtures":
+				return statErr == nil, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"status":     cmdStatus,
+			"perm":       cmdPerm,
+			"load-jsonl": cmdLoadJSONL,
+		},
+	})
+}
+
+// status N PROG ARGS... runs PROG and fails unless it exits with status N;
+// its stdout and stderr are then checked like exec's.
+func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: status N program [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("run %s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
+	}
+}
+
+// perm PATH MODE fails unless PATH's permission bits are MODE (octal).
+func cmdPerm(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: perm path mode")
+	}
+	want, err := strconv.ParseUint(args[1], 8, 32)
+	ts.Check(err)
+	fi, err := os.Stat(ts.MkAbs(args[0]))
+	ts.Check(err)
+	if got := fi.Mode().Perm(); got != fs.FileMode(want) {
+		ts.Fatalf("%s has mode %#o, want %#o", args[0], got, want)
+	}
+}
+
+// load-jsonl DB FILE... imports DSH JSONL session files (header line, then
+// one event per line) into the database DB, faithfully: an invalid log is
+// stored as it is, and a line that does not decode starts a torn tail, as
+// when DSH's reader meets a torn write. {{cwd}}, the placeholder in DSH's
+// snapshot fixtures, becomes $WORK.
+func cmdLoadJSONL(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: load-jsonl db file...")
+	}
+	ctx := context.Background()
+	s, err := sqlitepersist.Open(ctx, ts.MkAbs(args[0]), sqlitepersist.Options{})
+	ts.Check(err)
+	defer func() { ts.Check(s.Close()) }()
+	for _, file := range args[1:] {
+		text := strings.ReplaceAll(ts.ReadFile(file), "{{cwd}}", ts.Getenv("WORK"))
+		lines := bytes.SplitAfter([]byte(text), []byte("\n"))
+		h, err := session.ParseHeaderJSON(bytes.TrimSpace(lines[0]))
+		if err != nil {
+			ts.Fatalf("%s: header: %v", file, err)
+		}
+		var events []session.Event
+		var tail *sqlitepersist.TornTail
+		for i, line := range lines[1:] {
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			var e session.Event
+			if err := json.Unmarshal(line, &e); err != nil {
+				tail = &sqlitepersist.TornTail{FromSeq: int64(len(events)), Reason: err.Error(), Raw: bytes.Join(lines[1+i:], nil)}
+				break
+			}
+			events = append(events, e)
+		}
+		_, err = s.ImportSession(ctx, h, events, tail)
+		ts.Check(err)
+	}
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+)
+
+type sessionEventsOptions struct {
+	from  int64
+	types []string
+}
+
+func newSessionEventsCmd(a *app) *cobra.Command {
+	var opts sessionEventsOptions
+	cmd := &cobra.Command{
+		Use:   "events ID",
+		Short: "Print a session's event log as JSONL",
+		Long: `Print the valid stored prefix of a session's event log, one event per line,
+with DSH's field names and order (type, seq, time, data, sourceEventSeqs,
+surfaceOp, ignorable). A torn tail is not printed; a warning on stderr says
+where it starts. An interrupted turn is printed as stored, not closed.
+Read-only.
+
+` + exitStatusHelp("3    also when the log fails validation (INVALID_LOG) or is in an unsupported format"),
+		Example: "  dsh session events my-session\n  dsh session events my-session --from 10 --type turn/end --type user/message",
+		Args:    exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSessionEvents(cmd.Context(), a, args[0], opts)
+		},
+	}
+	cmd.Flags().Int64Var(&opts.from, "from", 0, "print events with seq >= `SEQ`")
+	cmd.Flags().StringArrayVar(&opts.types, "type", nil, "print only events of type `T` (repeatable)")
+	return cmd
+}
+
+func runSessionEvents(ctx context.Context, a *app, id string, opts sessionEventsOptions) (err error) {
+	if err := checkSessionID("session events", id); err != nil {
+		return err
+	}
+	if opts.from < 0 {
+		return dsherr.New(dsherr.Usage, "--from %d: want a seq >= 0", opts.from)
+	}
+	for _, t := range opts.types {
+		if t == "" {
+			return dsherr.New(dsherr.Usage, "--type: empty event type")
+		}
+	}
+	p, err := a.printer(render.JSONL)
+	if err != nil {
+		return err
+	}
+	s, err := a.openStoreReadOnly(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	var ins *sqlitepersist.Inspection
+	if len(opts.types) > 0 {
+		ins, err = s.InspectTypes(ctx, id, opts.types...)
+	} else {
+		ins, err = s.Inspect(ctx, id)
+	}
+	if err != nil {
+		return lookupError(id, err)
+	}
+	if ins.Torn != nil {
+		a.warn(fmt.Sprintf("session %s: torn tail from seq %d not printed (%s)", id, ins.Torn.FromSeq, ins.Torn.Reason))
+	}
+	for _, e := range ins.Events {
+		if e.Seq < opts.from {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := p.JSON(e); err != nil {
+			return fmt.Errorf("write event %d: %w", e.Seq, err)
+		}
+	}
+	return nil
+}

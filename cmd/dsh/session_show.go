@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+)
+
+// sessionView is what `dsh session show` reports: the header and a summary
+// of the stored log as a read-only inspection sees it.
+type sessionView struct {
+	Header headerJSON `json:"header"`
+	// Events counts the valid stored prefix (a torn tail is not counted).
+	Events   int       `json:"events"`
+	Turns    int       `json:"turns"`
+	OpenTurn bool      `json:"openTurn"`
+	Last     *eventRef `json:"lastEvent"`
+	// TornTail is set when the stored log ends in a torn write that the
+	// next resume would drop.
+	TornTail *tornTailView `json:"tornTail,omitempty"`
+	// Invalid is set when the log fails DSH's validation; the counts are
+	// then zero because no valid log could be read.
+	Invalid *invalidView `json:"invalid,omitempty"`
+}
+
+type eventRef struct {
+	Seq  int64  `json:"seq"`
+	Type string `json:"type"`
+}
+
+type tornTailView struct {
+	FromSeq int64  `json:"fromSeq"`
+	Reason  string `json:"reason"`
+}
+
+type invalidView struct {
+	Seq     int64  `json:"seq"`
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+func newSessionShowCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Print a session's header and a summary of its log",
+		Long: `Print a session's header and a summary of its stored event log: event
+count, turns, whether a turn is open (interrupted), and the last event. A torn
+tail or a log that fails validation is reported, not repaired. Read-only.
+
+` + exitStatusHelp(),
+		Example: "  dsh session show 33333333-3333-4333-8333-333333333333\n  dsh session show my-session -o json",
+		Args:    exactArgs("ID"),
+	}
+	out := addOutputFlag(cmd, render.Table, render.JSON)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		p, err := out.printer(a, cmd)
+		if err != nil {
+			return err
+		}
+		v, err := showSession(cmd.Context(), a, args[0])
+		if err != nil {
+			return err
+		}
+		return p.Record(v, v.fields())
+	}
+	return cmd
+}
+
+func showSession(ctx context.Context, a *app, id string) (v sessionView, err error) {
+	if err := checkSessionID("session show", id); err != nil {
+		return v, err
+	}
+	s, err := a.openStoreReadOnly(ctx)
+	if err != nil {
+		return v, err
+	}
+	defer closeStore(s, &err)
+	err = s.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
+		v, err = describeSession(ctx, view, id)
+		return err
+	})
+	return v, lookupError(id, err)
+}
+
+// describeSession reads everything show reports from one snapshot. Facts
+// kept beside the log (such as who holds the session) belong here.
+func describeSession(ctx context.Context, view *sqlitepersist.Store, id string) (sessionView, error) {
+	ins, err := view.Inspect(ctx, id)
+	var ve *session.ValidationError
+	if errors.As(err, &ve) {
+		h, herr := view.Header(ctx, id)
+		if herr != nil {
+			return sessionView{}, herr
+		}
+		return sessionView{Header: newHeaderJSON(h), Invalid: &invalidView{Seq: ve.Seq, Rule: ve.Rule, Message: ve.Msg}}, nil
+	}
+	if err != nil {
+		return sessionView{}, err
+	}
+	sum := session.Summarize(ins.Events)
+	v := sessionView{
+		Header:   newHeaderJSON(ins.Header),
+		Events:   len(ins.Events),
+		Turns:    sum.Turns,
+		OpenTurn: sum.OpenTurn,
+	}
+	if len(ins.Events) > 0 {
+		v.Last = &eventRef{Seq: sum.LastSeq, Type: sum.LastType}
+	}
+	if ins.Torn != nil {
+		v.TornTail = &tornTailView{FromSeq: ins.Torn.FromSeq, Reason: ins.Torn.Reason}
+	}
+	return v, nil
+}
+
+// fields is the human form of the view: every header field (absent ones as
+// "-", which DSH distinguishes from zero), then the log summary.
+func (v sessionView) fields() []render.Field {
+	h := v.Header
+	orDash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	fs := []render.Field{
+		{Name: "id", Value: h.ID},
+		{Name: "version", Value: strconv.FormatInt(h.Version, 10)},
+		{Name: "createdAt", Value: fmt.Sprintf("%s (%d)", formatMillis(h.CreatedAt), h.CreatedAt)},
+		{Name: "cwd", Value: orDash(optString(h.Cwd))},
+		{Name: "parentSession", Value: orDash(optString(h.ParentSession))},
+		{Name: "seedLength", Value: orDash(optInt(h.SeedLength))},
+		{Name: "origin", Value: orDash(optString(h.Origin))},
+		{Name: "delegationDepth", Value: orDash(optInt(h.DelegationDepth))},
+		{Name: "agentPreset", Value: orDash(optString(h.AgentPreset))},
+	}
+	if v.Invalid != nil {
+		where := "header"
+		if v.Invalid.Seq >= 0 {
+			where = "seq " + strconv.FormatInt(v.Invalid.Seq, 10)
+		}
+		return append(fs, render.Field{Name: "invalid", Value: fmt.Sprintf("%s: %s: %s", where, v.Invalid.Rule, v.Invalid.Message)})
+	}
+	last := "-"
+	if v.Last != nil {
+		last = fmt.Sprintf("%d %s", v.Last.Seq, v.Last.Type)
+	}
+	open := "no"
+	if v.OpenTurn {
+		open = "yes"
+	}
+	fs = append(fs,
+		render.Field{Name: "events", Value: itoa(v.Events)},
+		render.Field{Name: "turns", Value: itoa(v.Turns)},
+		render.Field{Name: "openTurn", Value: open},
+		render.Field{Name: "lastEvent", Value: last},
+	)
+	if v.TornTail != nil {
+		fs = append(fs, render.Field{Name: "tornTail", Value: fmt.Sprintf("from seq %d: %s", v.TornTail.FromSeq, v.TornTail.Reason)})
+	}
+	return fs
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+)
+
+// openStore opens the configured database for writing, creating and
+// migrating it on first use. Only commands that write call it.
+func (a *app) openStore(ctx context.Context) (*sqlitepersist.Store, error) {
+	cfg, err := a.config()
+	if err != nil {
+		return nil, err
+	}
+	return sqlitepersist.Open(ctx, cfg.DB, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout})
+}
+
+// openStoreReadOnly opens the configured database for reading. It never
+// creates, migrates or modifies the file; a missing database is an error.
+func (a *app) openStoreReadOnly(ctx context.Context) (*sqlitepersist.Store, error) {
+	cfg, err := a.config()
+	if err != nil {
+		return nil, err
+	}
+	return sqlitepersist.OpenReadOnly(ctx, cfg.DB, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout})
+}
+
+// closeStore closes s and keeps the first error: a failed close after a
+// successful write may mean the write is not durable.
+func closeStore(s *sqlitepersist.Store, err *error) {
+	if cerr := s.Close(); cerr != nil && *err == nil {
+		*err = fmt.Errorf("close database: %w", cerr)
+	}
+}
+
+// checkSessionID refuses ids dsh cannot print or pass around safely. DSH only
+// requires a non-empty string; dsh also refuses control characters and
+// surrounding blanks, which no real id has and which would be invisible in a
+// terminal.
+func checkSessionID(what, id string) error {
+	switch {
+	case id == "":
+		return dsherr.New(dsherr.InvalidInput, "%s: empty session id", what)
+	case strings.TrimSpace(id) != id:
+		return dsherr.New(dsherr.InvalidInput, "%s: session id %q has leading or trailing blanks", what, id)
+	case strings.ContainsFunc(id, unicode.IsControl):
+		return dsherr.New(dsherr.InvalidInput, "%s: session id %q contains control characters", what, id)
+	}
+	return nil
+}
+
+// lookupError names the id when the store does not know it.
+func lookupError(id string, err error) error {
+	if errors.Is(err, sqlitepersist.ErrNotFound) {
+		return &dsherr.Error{Code: dsherr.NotFound, Msg: fmt.Sprintf("no session with id %q", id), Err: err}
+	}
+	return err
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+)
+
+type versionResult struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit,omitempty"`
+	GoVersion string `json:"goVersion"`
+	// SchemaVersion is the database schema this build migrates to.
+	SchemaVersion int `json:"schemaVersion"`
+}
+
+// buildVersion reads the version the Go toolchain stamped into the binary:
+// the module version for go install …@version, (devel) for a local build,
+// plus the VCS revision when built from a checkout.
+func buildVersion() versionResult {
+	r := versionResult{Version: "(unknown)", GoVersion: runtime.Version()}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return r
+	}
+	if info.Main.Version != "" {
+		r.Version = info.Main.Version
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			r.Commit = s.Value
+		}
+	}
+	return r
+}
+
+func newVersionCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "version",
+		Short:   "Print dsh's version",
+		Long:    "Print the version, VCS commit (when known) and Go version dsh was built with,\nand the database schema version it creates and migrates to.\n\n" + exitStatusHelp(),
+		Example: "  dsh version\n  dsh version -o json",
+		Args:    exactArgs(),
+	}
+	out := addOutputFlag(cmd, render.Table, render.JSON)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		p, err := out.printer(a, cmd)
+		if err != nil {
+			return err
+		}
+		r := buildVersion()
+		schema, err := sqlitepersist.LatestSchemaVersion()
+		if err != nil {
+			return err
+		}
+		r.SchemaVersion = schema
+		fields := []render.Field{{Name: "version", Value: r.Version}}
+		if r.Commit != "" {
+			fields = append(fields, render.Field{Name: "commit", Value: r.Commit})
+		}
+		fields = append(fields,
+			render.Field{Name: "go", Value: r.GoVersion},
+			render.Field{Name: "schemaVersion", Value: itoa(r.SchemaVersion)})
+		return p.Record(r, fields)
+	}
+	return cmd
+}
