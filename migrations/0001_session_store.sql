@@ -94,6 +94,15 @@ BEGIN
     UPDATE sessions SET verified = 0 WHERE id = NEW.session_id AND verified <> 0;
 END;
 
+-- A header is validated together with its log, so changing it also voids
+-- the verification. dsh never updates header columns.
+CREATE TRIGGER sessions_header_update_unverifies
+AFTER UPDATE OF version, id, created_at, cwd, parent_session, seed_length, origin,
+                delegation_depth, agent_preset ON sessions
+BEGIN
+    UPDATE sessions SET verified = 0 WHERE id = NEW.id AND verified <> 0;
+END;
+
 -- dsh always moves verified from 0 to 1 when it rewrites the bookkeeping, so
 -- an update that changes it while verified stays 1 came from elsewhere.
 CREATE TRIGGER sessions_bookkeeping_unverifies

@@ -1,0 +1,352 @@
+package sqlitepersist
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// Inspection is a session as a reader sees it.
+type Inspection struct {
+	Header session.Header
+	// Events is the valid stored prefix of the log, without Closers.
+	Events []session.Event
+	// Torn is non-nil when a torn tail was cut off: by Inspect only in the
+	// result, by Load in the file.
+	Torn *TornTail
+	// Closers are the events that close an interrupted turn (empty when the
+	// log ends balanced): what Load would append (Inspect) or has appended
+	// (Load). Events followed by Closers is the balanced log.
+	Closers []session.Event
+	// Verified reports that the log is recorded as validated by dsh's own
+	// write paths and unchanged since.
+	Verified bool
+}
+
+// TornTail is a physically incomplete suffix of a log: rows from FromSeq on
+// that cannot be read, or bytes an import kept as they were.
+type TornTail struct {
+	FromSeq int64
+	Reason  string
+	// Raw is opaque: the stored bytes of the first torn row, or the bytes
+	// an import recorded.
+	Raw []byte
+}
+
+// sessionState is a sessions row: the header and dsh's bookkeeping.
+type sessionState struct {
+	header         session.Header
+	nextSeq        int64
+	verified       bool
+	validatorState []byte
+}
+
+func readSessionState(ctx context.Context, q Querier, id string) (sessionState, error) {
+	var r headerRow
+	var st sessionState
+	var verified int64
+	err := q.QueryRowContext(ctx, "SELECT "+headerColumns+", next_seq, verified, validator_state FROM sessions WHERE id = ?", id).
+		Scan(append(r.targets(), &st.nextSeq, &verified, &st.validatorState)...)
+	if err == sql.ErrNoRows {
+		return st, notFound(id)
+	}
+	if err != nil {
+		return st, err
+	}
+	st.header = r.header()
+	st.verified = verified == 1
+	return st, nil
+}
+
+func readTornTail(ctx context.Context, q Querier, id string) (*TornTail, error) {
+	var t TornTail
+	err := q.QueryRowContext(ctx, "SELECT from_seq, reason, raw FROM torn_tails WHERE session_id = ?", id).
+		Scan(&t.FromSeq, &t.Reason, &t.Raw)
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// storedLog is a session's log read back and split at its torn tail.
+type storedLog struct {
+	state sessionState
+	// events is the contiguous decodable prefix, seqs 0..len-1.
+	events []session.Event
+	torn   *TornTail
+}
+
+// decodedRow is one row after decoding: the event, or why it cannot be read.
+type decodedRow struct {
+	seq int64
+	ev  session.Event
+	err error
+	raw []byte // stored data bytes, kept only for rows that failed to decode
+}
+
+// scanLog reads session id's whole log and applies DSH's commit rule: a row
+// that cannot be decoded, or whose seq breaks contiguity, starts a torn tail
+// when no decodable turn/end follows it, and is corruption otherwise. A
+// torn_tails entry cuts the log at its from_seq as well; the earlier cut wins.
+func scanLog(ctx context.Context, q Querier, id string) (*storedLog, error) {
+	st, err := readSessionState(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	imported, err := readTornTail(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	query := "SELECT " + eventColumns + " FROM events WHERE session_id = ? ORDER BY seq"
+	args := []any{id}
+	if imported != nil {
+		query = "SELECT " + eventColumns + " FROM events WHERE session_id = ? AND seq < ? ORDER BY seq"
+		args = append(args, imported.FromSeq)
+	}
+	rows, err := decodeRows(ctx, q, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	log := &storedLog{state: st, torn: imported}
+	lastTurnEnd := -1
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rows[i].err == nil && rows[i].ev.Type == session.TypeTurnEnd {
+			lastTurnEnd = i
+			break
+		}
+	}
+	log.events = make([]session.Event, 0, len(rows))
+	for i, r := range rows {
+		reason := ""
+		switch {
+		case r.err != nil:
+			reason = r.err.Error()
+		case r.seq != int64(i):
+			reason = fmt.Sprintf("seq %d is not contiguous; expected %d", r.seq, i)
+		}
+		if reason == "" {
+			log.events = append(log.events, r.ev)
+			continue
+		}
+		if i <= lastTurnEnd {
+			return nil, corruptRow(id, r.seq, reason)
+		}
+		raw := r.raw
+		if r.err == nil {
+			raw = r.ev.Data
+		}
+		log.torn = &TornTail{FromSeq: r.seq, Reason: reason, Raw: raw}
+		break
+	}
+	return log, nil
+}
+
+func decodeRows(ctx context.Context, q Querier, query string, args ...any) ([]decodedRow, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []decodedRow
+	for rows.Next() {
+		var r storedRow
+		if err := rows.Scan(r.targets()...); err != nil {
+			return nil, err
+		}
+		d := decodedRow{seq: r.seq}
+		d.ev, d.err = r.decode()
+		if d.err != nil {
+			d.raw = r.raw()
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// replay validates a whole log the way DSH restores a session and returns
+// the validator positioned after it.
+func replay(h session.Header, events []session.Event) (*session.Validator, error) {
+	v := session.NewValidator(h)
+	err := session.ValidateHeader(h)
+	for i := 0; err == nil && i < len(events); i++ {
+		err = v.Add(events[i])
+	}
+	if err != nil {
+		// A log with several problems reports the one DSH reports first.
+		if first := session.ValidateLog(h, events); first != nil {
+			return nil, first
+		}
+		return nil, err
+	}
+	return v, nil
+}
+
+func corruptRow(id string, seq int64, reason string) error {
+	c := &CorruptRowError{ID: id, Seq: seq, Reason: reason}
+	return &dsherr.Error{Code: dsherr.InvalidLog, Msg: c.Error(), Err: c}
+}
+
+func failedValidation(id string, err error) error {
+	return fmt.Errorf("stored session %q failed validation: %w", id, err)
+}
+
+// Inspect reads session id without changing anything: the header, the valid
+// stored prefix of its log (a torn tail is cut off in the result, not in the
+// file) and the closers an interrupted turn would get. A log that fails DSH's
+// validation is an error wrapping *session.ValidationError; damage before the
+// last committed turn/end is an error wrapping ErrCorrupt.
+func (s *Store) Inspect(ctx context.Context, id string) (*Inspection, error) {
+	var ins *Inspection
+	err := s.read(ctx, func(q Querier) error {
+		log, err := scanLog(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		if err := session.ValidateLog(log.state.header, log.events); err != nil {
+			return failedValidation(id, err)
+		}
+		ins = &Inspection{
+			Header:   log.state.header,
+			Events:   log.events,
+			Torn:     log.torn,
+			Closers:  session.InterruptedTurnClosers(log.events),
+			Verified: log.state.verified,
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.storeError(err, "inspect session "+id)
+	}
+	return ins, nil
+}
+
+// InspectTypes is Inspect with Events and Closers filtered to the given
+// types (all types when none are given). For a log recorded as verified with
+// no torn tail it reads only the matching rows (descriptors through the
+// events_descriptors index) plus the open turn, if any, for the closers.
+func (s *Store) InspectTypes(ctx context.Context, id string, types ...string) (*Inspection, error) {
+	if len(types) == 0 {
+		return s.Inspect(ctx, id)
+	}
+	var ins *Inspection
+	err := s.ReadSnapshot(ctx, func(view *Store) error {
+		q := view.tx
+		st, err := readSessionState(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		tail, err := readTornTail(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		if st.verified && tail == nil {
+			ins, err = inspectVerifiedTypes(ctx, q, st, types)
+			return err
+		}
+		full, err := view.Inspect(ctx, id)
+		if err != nil {
+			return err
+		}
+		ins = full
+		ins.Events = filterTypes(ins.Events, types)
+		ins.Closers = filterTypes(ins.Closers, types)
+		return nil
+	})
+	if err != nil {
+		return nil, s.storeError(err, "inspect session "+id)
+	}
+	return ins, nil
+}
+
+// inspectVerifiedTypes is InspectTypes' fast path. Its result equals the
+// filtered full Inspect because verified = 1 means every row was validated
+// by a dsh write path and no row changed since (the triggers of migration
+// 0001 clear the flag on any other change).
+func inspectVerifiedTypes(ctx context.Context, q Querier, st sessionState, types []string) (*Inspection, error) {
+	id := st.header.ID
+	var query string
+	args := []any{id}
+	if len(types) == 1 && types[0] == session.TypeDescriptor {
+		// A literal type lets SQLite match the partial index's WHERE clause.
+		query = "SELECT " + eventColumns + " FROM events WHERE session_id = ? AND type = '" + session.TypeDescriptor + "' ORDER BY seq"
+	} else {
+		query = "SELECT " + eventColumns + " FROM events WHERE session_id = ? AND type IN (?" + strings.Repeat(", ?", len(types)-1) + ") ORDER BY seq"
+		for _, t := range types {
+			args = append(args, t)
+		}
+	}
+	events, err := decodeVerified(ctx, q, id, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	closers, err := openTurnClosers(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	return &Inspection{
+		Header:   st.header,
+		Events:   events,
+		Closers:  filterTypes(closers, types),
+		Verified: true,
+	}, nil
+}
+
+// openTurnClosers computes InterruptedTurnClosers from the rows since the
+// last turn boundary: DSH's closer scan resets its state at every turn/start,
+// so that suffix yields the same closers as the whole log.
+func openTurnClosers(ctx context.Context, q Querier, id string) ([]session.Event, error) {
+	var seq int64
+	var typ string
+	err := q.QueryRowContext(ctx, `SELECT seq, type FROM events
+		WHERE session_id = ? AND type IN ('`+session.TypeTurnStart+`', '`+session.TypeTurnEnd+`')
+		ORDER BY seq DESC LIMIT 1`, id).Scan(&seq, &typ)
+	if err == sql.ErrNoRows || (err == nil && typ != session.TypeTurnStart) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	suffix, err := decodeVerified(ctx, q, id,
+		"SELECT "+eventColumns+" FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq", id, seq)
+	if err != nil {
+		return nil, err
+	}
+	return session.InterruptedTurnClosers(suffix), nil
+}
+
+// decodeVerified decodes rows of a verified log, where any undecodable row
+// means the file changed behind the triggers' back.
+func decodeVerified(ctx context.Context, q Querier, id, query string, args ...any) ([]session.Event, error) {
+	rows, err := decodeRows(ctx, q, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	events := make([]session.Event, 0, len(rows))
+	for _, r := range rows {
+		if r.err != nil {
+			return nil, corruptRow(id, r.seq, r.err.Error())
+		}
+		events = append(events, r.ev)
+	}
+	return events, nil
+}
+
+func filterTypes(events []session.Event, types []string) []session.Event {
+	out := []session.Event{}
+	for _, e := range events {
+		for _, t := range types {
+			if e.Type == t {
+				out = append(out, e)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,193 @@
+package sqlitepersist
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/migrations"
+)
+
+// ApplicationID marks a SQLite file as a dsh store (ASCII "DSH1"). DSH's own
+// schema-17 store uses "DSHP", so neither program mistakes the other's file
+// for its own.
+const ApplicationID = 0x44534831
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+var migrationName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
+
+// loadMigrations reads the embedded migration files. Their numbers must run
+// 1, 2, 3, … without gaps: the schema version is "how many have been applied".
+func loadMigrations(fsys fs.FS) ([]migration, error) {
+	names, err := fs.Glob(fsys, "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, name := range names {
+		m := migrationName.FindStringSubmatch(name)
+		if m == nil {
+			return nil, fmt.Errorf("migration file %q is not named NNNN_name.sql", name)
+		}
+		v, _ := strconv.Atoi(m[1])
+		text, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: m[2], sql: string(text)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %04d_%s.sql: expected number %04d (numbers must start at 1 without gaps)", m.version, m.name, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// LatestSchemaVersion is the schema version this binary migrates to.
+func LatestSchemaVersion() (int, error) {
+	ms, err := loadMigrations(migrations.FS)
+	if err != nil {
+		return 0, err
+	}
+	return len(ms), nil
+}
+
+// fileIdentity is what a database file says about itself.
+type fileIdentity struct {
+	applicationID int64
+	userVersion   int
+	objects       int // schema objects not created by SQLite itself
+}
+
+func readIdentity(ctx context.Context, q Querier) (fileIdentity, error) {
+	var id fileIdentity
+	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&id.applicationID); err != nil {
+		return id, err
+	}
+	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&id.userVersion); err != nil {
+		return id, err
+	}
+	err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE name NOT GLOB 'sqlite_*'").Scan(&id.objects)
+	return id, err
+}
+
+// check refuses a file dsh must not touch: another application's database,
+// or one migrated by a newer dsh.
+func (id fileIdentity) check(path string, latest int) error {
+	switch {
+	case id.applicationID != 0 && id.applicationID != ApplicationID:
+		return &dsherr.Error{Code: dsherr.StoreError, Err: ErrForeignDatabase,
+			Msg: fmt.Sprintf("%s is not a dsh database (application_id %#x)", path, id.applicationID)}
+	case id.applicationID == 0 && (id.userVersion != 0 || id.objects > 0):
+		return &dsherr.Error{Code: dsherr.StoreError, Err: ErrForeignDatabase,
+			Msg: fmt.Sprintf("%s is not a dsh database (it has tables but no dsh application id)", path)}
+	case id.userVersion > latest:
+		return &dsherr.Error{Code: dsherr.StoreError, Err: ErrSchemaTooNew,
+			Msg: fmt.Sprintf("%s has schema version %d, newer than this dsh supports (%d); upgrade dsh", path, id.userVersion, latest)}
+	}
+	return nil
+}
+
+// migrate applies every pending migration, each in its own BEGIN IMMEDIATE
+// transaction that also records it in PRAGMA user_version and in
+// schema_migrations; a concurrent migrator is detected by re-reading the
+// version inside the transaction.
+func migrate(ctx context.Context, db *sql.DB, path string) error {
+	ms, err := loadMigrations(migrations.FS)
+	if err != nil {
+		return dsherr.Wrap(dsherr.Internal, err, "embedded migrations")
+	}
+	id, err := readIdentity(ctx, db)
+	if err != nil {
+		return dsherr.Wrap(dsherr.StoreError, err, "read schema of %s", path)
+	}
+	if err := id.check(path, len(ms)); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if m.version <= id.userVersion {
+			continue
+		}
+		if err := applyMigration(ctx, db, path, m, len(ms)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, path string, m migration, latest int) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return dsherr.Wrap(dsherr.StoreError, err, "migrate %s", path)
+	}
+	defer tx.Rollback()
+	id, err := readIdentity(ctx, tx)
+	if err != nil {
+		return dsherr.Wrap(dsherr.StoreError, err, "migrate %s", path)
+	}
+	if err := id.check(path, latest); err != nil {
+		return err
+	}
+	if id.userVersion >= m.version {
+		return nil
+	}
+	stmts := []string{
+		m.sql,
+		`CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT NOT NULL,
+			applied_at INTEGER NOT NULL
+		) STRICT`,
+		fmt.Sprintf("PRAGMA user_version = %d", m.version),
+		fmt.Sprintf("PRAGMA application_id = %d", ApplicationID),
+	}
+	for _, stmt := range stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return dsherr.Wrap(dsherr.StoreError, err, "migrate %s to version %d (%s)", path, m.version, m.name)
+		}
+	}
+	if _, err := tx.ExecContext(ctx,
+		"INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+		m.version, m.name, time.Now().UnixMilli()); err != nil {
+		return dsherr.Wrap(dsherr.StoreError, err, "record migration %d of %s", m.version, path)
+	}
+	if err := tx.Commit(); err != nil {
+		return dsherr.Wrap(dsherr.StoreError, err, "commit migration %d of %s", m.version, path)
+	}
+	return nil
+}
+
+// checkReadableSchema accepts a dsh store that has at least the session
+// tables and no schema newer than this binary; a read-only open cannot
+// migrate, so an uninitialized file is reported as no database at all.
+func checkReadableSchema(ctx context.Context, db *sql.DB, path string) error {
+	latest, err := LatestSchemaVersion()
+	if err != nil {
+		return dsherr.Wrap(dsherr.Internal, err, "embedded migrations")
+	}
+	id, err := readIdentity(ctx, db)
+	if err != nil {
+		return dsherr.Wrap(dsherr.StoreError, err, "read schema of %s", path)
+	}
+	if err := id.check(path, latest); err != nil {
+		return err
+	}
+	if id.userVersion == 0 {
+		return &dsherr.Error{Code: dsherr.StoreError, Err: ErrNoDatabase,
+			Msg: fmt.Sprintf("%s is not initialized (run dsh init)", path)}
+	}
+	return nil
+}

@@ -1,0 +1,153 @@
+package sqlitepersist
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// headerColumns are the sessions columns that make up a session.Header, in
+// the order scanHeader reads them.
+const headerColumns = "id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset"
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+// headerRow holds the nullable header columns while scanning.
+type headerRow struct {
+	h              session.Header
+	cwd, parent    sql.NullString
+	origin, preset sql.NullString
+	seedLen, depth sql.NullInt64
+}
+
+func (r *headerRow) targets() []any {
+	return []any{&r.h.ID, &r.h.Version, &r.h.CreatedAt, &r.cwd, &r.parent, &r.seedLen, &r.origin, &r.depth, &r.preset}
+}
+
+func (r *headerRow) header() session.Header {
+	h := r.h
+	h.Cwd = optString(r.cwd)
+	h.ParentSession = optString(r.parent)
+	h.SeedLength = optInt(r.seedLen)
+	h.Origin = optString(r.origin)
+	h.DelegationDepth = optInt(r.depth)
+	h.AgentPreset = optString(r.preset)
+	return h
+}
+
+func optString(v sql.NullString) *string {
+	if !v.Valid {
+		return nil
+	}
+	s := v.String
+	return &s
+}
+
+func optInt(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	n := v.Int64
+	return &n
+}
+
+func nullString(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func nullInt(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func scanHeader(sc rowScanner) (session.Header, error) {
+	var r headerRow
+	if err := sc.Scan(r.targets()...); err != nil {
+		return session.Header{}, err
+	}
+	return r.header(), nil
+}
+
+func notFound(id string) error {
+	return &dsherr.Error{Code: dsherr.NotFound, Msg: fmt.Sprintf("session %q not found", id), Err: ErrNotFound}
+}
+
+func duplicate(id string) error {
+	return &dsherr.Error{Code: dsherr.DuplicateChild, Msg: fmt.Sprintf("session %q already exists", id), Err: ErrDuplicate}
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Header returns the stored header of session id; an unknown id is an error
+// wrapping ErrNotFound.
+func (s *Store) Header(ctx context.Context, id string) (session.Header, error) {
+	h, err := scanHeader(s.Querier().QueryRowContext(ctx, "SELECT "+headerColumns+" FROM sessions WHERE id = ?", id))
+	if err == sql.ErrNoRows {
+		return session.Header{}, notFound(id)
+	}
+	if err != nil {
+		return session.Header{}, s.storeError(err, "read session "+id)
+	}
+	return h, nil
+}
+
+// ListHeaders calls fn for every stored header in insertion (rowid) order,
+// one row at a time. An error from fn stops the listing and is returned.
+func (s *Store) ListHeaders(ctx context.Context, fn func(session.Header) error) error {
+	return s.eachHeader(ctx, fn, "list sessions", "SELECT "+headerColumns+" FROM sessions ORDER BY rowid")
+}
+
+// ChildrenOf calls fn for every session whose parentSession is parentID, in
+// (createdAt, id) order. The rows come from the sessions_by_parent index
+// alone, so the cost depends on the number of children, not on the size of
+// the store.
+func (s *Store) ChildrenOf(ctx context.Context, parentID string, fn func(session.Header) error) error {
+	return s.eachHeader(ctx, fn, "list children of "+parentID,
+		"SELECT "+headerColumns+" FROM sessions WHERE parent_session = ? ORDER BY created_at, id", parentID)
+}
+
+func (s *Store) eachHeader(ctx context.Context, fn func(session.Header) error, what, query string, args ...any) error {
+	rows, err := s.Querier().QueryContext(ctx, query, args...)
+	if err != nil {
+		return s.storeError(err, what)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		h, err := scanHeader(rows)
+		if err != nil {
+			return s.storeError(err, what)
+		}
+		if err := fn(h); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.storeError(err, what)
+	}
+	return nil
+}
+
+// HasSubagentChild reports whether any session with origin "subagent" names
+// id as its parent (one probe of the sessions_subagent_children index).
+func (s *Store) HasSubagentChild(ctx context.Context, id string) (bool, error) {
+	var found bool
+	err := s.Querier().QueryRowContext(ctx,
+		"SELECT EXISTS (SELECT 1 FROM sessions WHERE parent_session = ? AND origin = 'subagent')", id).Scan(&found)
+	if err != nil {
+		return false, s.storeError(err, "look up children of "+id)
+	}
+	return found, nil
+}

@@ -1,0 +1,381 @@
+// Package sqlitepersist is dsh's durable session store: one SQLite file holding
+// session headers and their append-only DSH event logs (and, through Querier,
+// the tables other packages own in the same file).
+//
+// Every write path validates what it writes the way DSH validates a log it
+// restores, so a log written by dsh is always loadable by DSH's rules. Reads
+// mirror DSH's committed/torn rule: damage after the last decodable turn/end
+// is a torn tail that Inspect cuts off in its result and Load removes; damage
+// before it is corruption.
+package sqlitepersist
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"modernc.org/sqlite"
+)
+
+// DefaultBusyTimeout is how long a connection waits for another process's
+// write lock before failing with SQLITE_BUSY.
+const DefaultBusyTimeout = 5 * time.Second
+
+// walSizeLimit caps the size the write-ahead log is left at after a
+// checkpoint; the file itself is kept (see persistentWAL).
+const walSizeLimit = 4 << 20
+
+// Options configures a Store.
+type Options struct {
+	// BusyTimeout is the SQLite busy timeout; zero means DefaultBusyTimeout.
+	BusyTimeout time.Duration
+}
+
+func (o Options) busyTimeoutMillis() (int64, error) {
+	d := o.BusyTimeout
+	if d == 0 {
+		d = DefaultBusyTimeout
+	}
+	if d < 0 {
+		return 0, dsherr.New(dsherr.InvalidInput, "busy timeout must not be negative (got %s)", d)
+	}
+	return d.Milliseconds(), nil
+}
+
+// Querier is what a package owning its own tables in the store's file needs:
+// *sql.DB outside a transaction, the *sql.Tx inside ReadSnapshot or WriteTx.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Store is an open session store. The Store returned by Open or OpenReadOnly
+// is safe for concurrent use; the views handed to ReadSnapshot and WriteTx
+// callbacks are bound to one transaction and valid only inside the callback.
+type Store struct {
+	db       *sql.DB
+	path     string
+	readOnly bool
+
+	// tx is set on a view: every method of the view runs inside it.
+	tx *sql.Tx
+	// txWritable distinguishes a WriteTx view from a ReadSnapshot view.
+	txWritable bool
+}
+
+// Open opens the store at path for reading and writing, creating the file
+// (0600, in a 0700 directory) when it is missing and applying pending
+// migrations. A symlink or non-regular file at path, or a symlinked parent
+// directory, is refused.
+func Open(ctx context.Context, path string, o Options) (*Store, error) {
+	busyMillis, err := o.busyTimeoutMillis()
+	if err != nil {
+		return nil, err
+	}
+	abs, err := prepareWritablePath(path)
+	if err != nil {
+		return nil, err
+	}
+	// The connection pragmas below switch the file to WAL, which rewrites
+	// its header: a file dsh must refuse is refused before that.
+	if err := precheckIdentity(ctx, abs, busyMillis); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busyMillis, 10)+")")
+	q.Add("_pragma", "trusted_schema(OFF)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "journal_size_limit("+strconv.Itoa(walSizeLimit)+")")
+	q.Add("_pragma", "synchronous(FULL)")
+	// Writes run in BEGIN IMMEDIATE so a writer takes the lock before it
+	// reads the tail it is going to extend; read snapshots begin deferred.
+	q.Set("_txlock", "immediate")
+	connector, err := sqlite.NewConnector(fileURI(abs, q))
+	if err != nil {
+		return nil, dsherr.Wrap(dsherr.StoreError, err, "open %s", abs)
+	}
+	db := sql.OpenDB(persistentWAL{connector})
+	s := &Store{db: db, path: abs}
+	if err := s.checkPragmas(ctx, map[string]int64{
+		"busy_timeout":   busyMillis,
+		"trusted_schema": 0,
+		"foreign_keys":   1,
+		"synchronous":    2,
+		"query_only":     0,
+	}, "wal"); err != nil {
+		db.Close()
+		return nil, err
+	}
+	// Checked again now that SQLite has the file open: a file swapped for a
+	// symlink between the first check and the open is still refused.
+	if err := checkDBFile(abs); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := migrate(ctx, db, abs); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenReadOnly opens an existing store for reading only (SQLite mode=ro plus
+// query_only). It never creates, migrates or modifies the database; a missing
+// file is an error wrapping ErrNoDatabase.
+//
+// SQLite needs the -shm index of a WAL database even to read it. Stores
+// written by dsh keep their -wal and -shm files (see persistentWAL), so a
+// read-only open normally creates nothing; for a database copied without them
+// SQLite creates the two files, leaving the database's content untouched.
+func OpenReadOnly(ctx context.Context, path string, o Options) (*Store, error) {
+	busyMillis, err := o.busyTimeoutMillis()
+	if err != nil {
+		return nil, err
+	}
+	abs, err := checkReadablePath(path)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busyMillis, 10)+")")
+	q.Add("_pragma", "trusted_schema(OFF)")
+	q.Add("_pragma", "query_only(1)")
+	db, err := sql.Open("sqlite", fileURI(abs, q))
+	if err != nil {
+		return nil, dsherr.Wrap(dsherr.StoreError, err, "open %s read-only", abs)
+	}
+	s := &Store{db: db, path: abs, readOnly: true}
+	if err := s.checkPragmas(ctx, map[string]int64{
+		"busy_timeout":   busyMillis,
+		"trusted_schema": 0,
+		"query_only":     1,
+	}, ""); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := checkReadableSchema(ctx, db, abs); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// precheckIdentity refuses a non-empty file that is not a dsh store, or is
+// one from a newer dsh, reading it through a read-only connection.
+func precheckIdentity(ctx context.Context, abs string, busyMillis int64) error {
+	if fi, err := os.Stat(abs); err != nil || fi.Size() == 0 {
+		return nil // a new file; a stat failure resurfaces when SQLite opens it
+	}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busyMillis, 10)+")")
+	q.Add("_pragma", "trusted_schema(OFF)")
+	db, err := sql.Open("sqlite", fileURI(abs, q))
+	if err != nil {
+		return dsherr.Wrap(dsherr.StoreError, err, "open %s", abs)
+	}
+	defer db.Close()
+	latest, err := LatestSchemaVersion()
+	if err != nil {
+		return dsherr.Wrap(dsherr.Internal, err, "embedded migrations")
+	}
+	id, err := readIdentity(ctx, db)
+	if err != nil {
+		return dsherr.Wrap(dsherr.StoreError, err, "read schema of %s", abs)
+	}
+	return id.check(abs, latest)
+}
+
+// fileURI builds a SQLite file: URI; the path is escaped so that '?', '#'
+// and '%' in a file name cannot be read as URI syntax.
+func fileURI(abs string, q url.Values) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// persistentWAL keeps the -wal and -shm files when the last connection
+// closes. Without it every close deletes them and the next read-only open has
+// to create them again, which a read command must not do.
+type persistentWAL struct{ driver.Connector }
+
+func (p persistentWAL) Connect(ctx context.Context) (driver.Conn, error) {
+	c, err := p.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fc, ok := c.(sqlite.FileControl)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("sqlite driver connection %T has no file control", c)
+	}
+	if _, err := fc.FileControlPersistWAL("main", 1); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("keep write-ahead log: %w", err)
+	}
+	return c, nil
+}
+
+// checkPragmas reads the connection settings back: a DSN pragma that SQLite
+// ignored must not silently leave the store without durability or locking.
+func (s *Store) checkPragmas(ctx context.Context, want map[string]int64, journalMode string) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return s.openError(err)
+	}
+	defer conn.Close()
+	for name, v := range want {
+		var got int64
+		if err := conn.QueryRowContext(ctx, "PRAGMA "+name).Scan(&got); err != nil {
+			return s.openError(fmt.Errorf("read back PRAGMA %s: %w", name, err))
+		}
+		if got != v {
+			return dsherr.New(dsherr.StoreError, "open %s: PRAGMA %s is %d, expected %d", s.path, name, got, v)
+		}
+	}
+	if journalMode != "" {
+		var got string
+		if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&got); err != nil {
+			return s.openError(fmt.Errorf("read back PRAGMA journal_mode: %w", err))
+		}
+		if got != journalMode {
+			return dsherr.New(dsherr.StoreError, "open %s: journal_mode is %q, expected %q", s.path, got, journalMode)
+		}
+	}
+	return nil
+}
+
+func (s *Store) openError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return dsherr.Wrap(dsherr.StoreError, err, "open %s", s.path)
+}
+
+// Close closes the store. Calling it on a transaction view is an error.
+func (s *Store) Close() error {
+	if s.tx != nil {
+		return errors.New("sqlitepersist: Close called on a transaction view")
+	}
+	return s.db.Close()
+}
+
+// Path is the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// ReadOnly reports whether the store was opened with OpenReadOnly.
+func (s *Store) ReadOnly() bool { return s.readOnly }
+
+// SchemaVersion is the number of the last migration applied to the file.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	if err := s.Querier().QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return 0, s.storeError(err, "read schema version")
+	}
+	return v, nil
+}
+
+// Querier returns the handle for queries on the store's file: the open
+// transaction for a view, the connection pool otherwise.
+func (s *Store) Querier() Querier {
+	if s.tx != nil {
+		return s.tx
+	}
+	return s.db
+}
+
+// ReadSnapshot runs fn with a view whose methods all read one consistent
+// snapshot. Inside a view it reuses the view's transaction.
+func (s *Store) ReadSnapshot(ctx context.Context, fn func(view *Store) error) error {
+	if s.tx != nil {
+		return fn(s)
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return s.storeError(err, "begin read")
+	}
+	view := &Store{db: s.db, path: s.path, readOnly: s.readOnly, tx: tx}
+	if err := fn(view); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return s.storeError(err, "end read")
+	}
+	return nil
+}
+
+// WriteTx runs fn with a view bound to one BEGIN IMMEDIATE transaction and
+// commits when fn returns nil; any error rolls everything back. Inside a
+// WriteTx view it nests through a savepoint, so a failed inner write leaves
+// no partial rows behind even when the caller's transaction goes on.
+func (s *Store) WriteTx(ctx context.Context, fn func(tx *Store) error) error {
+	if s.readOnly {
+		return dsherr.New(dsherr.StoreError, "store %s is open read-only", s.path)
+	}
+	if s.tx != nil {
+		if !s.txWritable {
+			return dsherr.New(dsherr.Internal, "write attempted inside a read snapshot of %s", s.path)
+		}
+		if _, err := s.tx.ExecContext(ctx, "SAVEPOINT dsh_write"); err != nil {
+			return s.storeError(err, "begin nested write")
+		}
+		if err := fn(s); err != nil {
+			// The savepoint must be undone even when ctx is already done.
+			undo := context.WithoutCancel(ctx)
+			s.tx.ExecContext(undo, "ROLLBACK TO dsh_write")
+			s.tx.ExecContext(undo, "RELEASE dsh_write")
+			return err
+		}
+		if _, err := s.tx.ExecContext(ctx, "RELEASE dsh_write"); err != nil {
+			return s.storeError(err, "end nested write")
+		}
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.storeError(err, "begin write")
+	}
+	view := &Store{db: s.db, path: s.path, tx: tx, txWritable: true}
+	if err := fn(view); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return s.storeError(err, "commit")
+	}
+	return nil
+}
+
+// write runs fn atomically on the transaction WriteTx provides.
+func (s *Store) write(ctx context.Context, fn func(q Querier) error) error {
+	return s.WriteTx(ctx, func(view *Store) error { return fn(view.tx) })
+}
+
+// read runs fn on one consistent snapshot: the view's transaction, or a new
+// deferred read transaction.
+func (s *Store) read(ctx context.Context, fn func(q Querier) error) error {
+	return s.ReadSnapshot(ctx, func(view *Store) error { return fn(view.tx) })
+}
+
+// storeError classifies a SQLite failure as STORE_UNAVAILABLE, leaving
+// cancellation and already-coded errors as they are.
+func (s *Store) storeError(err error, what string) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if dsherr.CodeOf(err) != "" {
+		return err
+	}
+	return dsherr.Wrap(dsherr.StoreError, err, "%s (%s)", what, s.path)
+}

@@ -1,0 +1,260 @@
+package sqlitepersist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// insertBareHeader inserts the sessions row for h with no bookkeeping yet
+// (unverified, next_seq 0, revision 0); an existing id is ErrDuplicate.
+func insertBareHeader(ctx context.Context, q Querier, h session.Header) error {
+	res, err := q.ExecContext(ctx, `INSERT INTO sessions (`+headerColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`,
+		h.ID, h.Version, h.CreatedAt, nullString(h.Cwd), nullString(h.ParentSession), nullInt(h.SeedLength),
+		nullString(h.Origin), nullInt(h.DelegationDepth), nullString(h.AgentPreset))
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return duplicate(h.ID)
+	}
+	return nil
+}
+
+// recordVerified stores the validator state after a write that dsh has
+// validated, and counts the write in revision. verified is cleared first so
+// the update always moves it from 0 to 1, which is how the
+// sessions_bookkeeping_unverifies trigger tells dsh's writes from others.
+func recordVerified(ctx context.Context, q Querier, id string, v *session.Validator) error {
+	state, err := v.MarshalState()
+	if err != nil {
+		return dsherr.Wrap(dsherr.Internal, err, "save validation state of session %q", id)
+	}
+	if _, err := q.ExecContext(ctx, "UPDATE sessions SET verified = 0 WHERE id = ? AND verified = 1", id); err != nil {
+		return err
+	}
+	_, err = q.ExecContext(ctx, `UPDATE sessions
+		SET verified = 1, next_seq = ?, validator_state = ?, revision = revision + 1
+		WHERE id = ?`, v.Next(), state, id)
+	return err
+}
+
+// CreateSession stores a new session with its initial events (a fork's seed,
+// for example). The header and events are validated as DSH validates a log it
+// restores; an invalid one is refused with an error wrapping
+// *session.ValidationError and nothing is written. An existing id is an
+// error wrapping ErrDuplicate.
+func (s *Store) CreateSession(ctx context.Context, h session.Header, initial []session.Event) error {
+	v, err := replay(h, initial)
+	if err != nil {
+		return fmt.Errorf("create session %q: %w", h.ID, err)
+	}
+	err = s.write(ctx, func(q Querier) error {
+		if err := insertBareHeader(ctx, q, h); err != nil {
+			return err
+		}
+		if err := insertEvents(ctx, q, h.ID, initial); err != nil {
+			return err
+		}
+		return recordVerified(ctx, q, h.ID, v)
+	})
+	if err != nil {
+		return s.storeError(err, "create session "+h.ID)
+	}
+	return nil
+}
+
+// Append adds events to the end of session id's log in one BEGIN IMMEDIATE
+// transaction. expectedNext is the seq the writer believes comes next; when
+// the stored log disagrees the append is refused with a *StaleWriterError.
+// The batch is validated against the stored validation state (its cost does
+// not grow with the log); an invalid batch is refused with an error wrapping
+// *session.ValidationError. A refused append writes nothing, and no append
+// ever changes an earlier row. An empty batch is a no-op.
+func (s *Store) Append(ctx context.Context, id string, expectedNext int64, events []session.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	err := s.write(ctx, func(q Querier) error {
+		v, stored, err := tailValidator(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		if expectedNext != stored {
+			stale := &StaleWriterError{ID: id, Expected: expectedNext, Stored: stored}
+			return &dsherr.Error{Code: dsherr.StaleWriter, Msg: stale.Error(), Err: stale}
+		}
+		for _, e := range events {
+			if err := v.Add(e); err != nil {
+				return fmt.Errorf("append to session %q refused: %w", id, err)
+			}
+		}
+		if err := insertEvents(ctx, q, id, events); err != nil {
+			return err
+		}
+		return recordVerified(ctx, q, id, v)
+	})
+	if err != nil {
+		return s.storeError(err, "append to session "+id)
+	}
+	return nil
+}
+
+// tailValidator returns a validator positioned at the end of session id's
+// stored log and the stored next seq. A verified log restores the saved
+// state; any other log is read and validated in full first, and one with a
+// torn tail or a validation failure cannot be appended to.
+func tailValidator(ctx context.Context, q Querier, id string) (*session.Validator, int64, error) {
+	st, err := readSessionState(ctx, q, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if st.verified {
+		v, err := session.RestoreValidator(st.header, st.validatorState)
+		if err == nil && v.Next() == st.nextSeq {
+			return v, st.nextSeq, nil
+		}
+		// State from an incompatible dsh or inconsistent bookkeeping:
+		// revalidate the log instead of trusting it.
+	}
+	log, err := scanLog(ctx, q, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if log.torn != nil {
+		return nil, 0, dsherr.New(dsherr.InvalidLog,
+			"session %q has a torn tail from seq %d (%s); load it to repair before appending", id, log.torn.FromSeq, log.torn.Reason)
+	}
+	v, err := replay(log.state.header, log.events)
+	if err != nil {
+		return nil, 0, failedValidation(id, err)
+	}
+	return v, v.Next(), nil
+}
+
+// Load is the repairing read used by resume. It reads session id like
+// Inspect and then, in the same write transaction, deletes a torn tail,
+// appends the closers of an interrupted turn (as DSH's repair does) and
+// records the log as verified. The result's Torn and Closers describe what
+// the repair did; Events followed by Closers is now the stored log. Loading a
+// log that needs no repair writes nothing.
+func (s *Store) Load(ctx context.Context, id string) (*Inspection, error) {
+	var ins *Inspection
+	err := s.write(ctx, func(q Querier) error {
+		log, err := scanLog(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		v, err := replay(log.state.header, log.events)
+		if err != nil {
+			return failedValidation(id, err)
+		}
+		ins = &Inspection{
+			Header:   log.state.header,
+			Events:   log.events,
+			Torn:     log.torn,
+			Closers:  session.InterruptedTurnClosers(log.events),
+			Verified: true,
+		}
+		if log.torn == nil && len(ins.Closers) == 0 && log.state.verified {
+			return nil
+		}
+		if log.torn != nil {
+			if _, err := q.ExecContext(ctx, "DELETE FROM events WHERE session_id = ? AND seq >= ?", id, log.torn.FromSeq); err != nil {
+				return err
+			}
+			if _, err := q.ExecContext(ctx, "DELETE FROM torn_tails WHERE session_id = ?", id); err != nil {
+				return err
+			}
+		}
+		for _, c := range ins.Closers {
+			if err := v.Add(c); err != nil {
+				return dsherr.Wrap(dsherr.Internal, err, "closer for interrupted turn of session %q is invalid", id)
+			}
+		}
+		if err := insertEvents(ctx, q, id, ins.Closers); err != nil {
+			return err
+		}
+		return recordVerified(ctx, q, id, v)
+	})
+	if err != nil {
+		return nil, s.storeError(err, "load session "+id)
+	}
+	return ins, nil
+}
+
+// ImportResult reports how an imported log reads back.
+type ImportResult struct {
+	// Events is the number of event rows written.
+	Events int
+	// Torn is the torn tail the log reads back with (the one given, or
+	// rows that cannot be read after the last turn/end), nil when none.
+	Torn *TornTail
+	// Verified: the log passes DSH's validation and has no torn tail; it
+	// was recorded as verified.
+	Verified bool
+	// Invalid is the error Inspect returns for the imported log (a
+	// validation failure or committed-row corruption); nil when it reads.
+	Invalid error
+}
+
+// ImportSession stores a session exactly as found in a foreign corpus: the
+// header and events as given, even when DSH would reject them (gaps included),
+// and the torn tail's bytes in torn_tails. It is the only write path that
+// does not refuse invalid logs, and is meant for import, never for normal
+// writes. An existing id is an error wrapping ErrDuplicate; whether that is a
+// conflict or an idempotent re-import is the caller's decision.
+func (s *Store) ImportSession(ctx context.Context, h session.Header, events []session.Event, tail *TornTail) (ImportResult, error) {
+	var res ImportResult
+	err := s.write(ctx, func(q Querier) error {
+		if err := insertBareHeader(ctx, q, h); err != nil {
+			return err
+		}
+		if err := insertEvents(ctx, q, h.ID, events); err != nil {
+			return err
+		}
+		if tail != nil {
+			raw := tail.Raw
+			if raw == nil {
+				raw = []byte{}
+			}
+			if _, err := q.ExecContext(ctx, "INSERT INTO torn_tails (session_id, from_seq, reason, raw) VALUES (?, ?, ?, ?)",
+				h.ID, tail.FromSeq, tail.Reason, raw); err != nil {
+				return err
+			}
+		}
+		res = ImportResult{Events: len(events)}
+		log, err := scanLog(ctx, q, h.ID)
+		if errors.Is(err, ErrCorrupt) {
+			res.Invalid = err
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		res.Torn = log.torn
+		v, err := replay(log.state.header, log.events)
+		if err != nil {
+			res.Invalid = failedValidation(h.ID, err)
+		}
+		if err != nil || log.torn != nil {
+			_, err := q.ExecContext(ctx, "UPDATE sessions SET next_seq = ?, revision = revision + 1 WHERE id = ?", len(log.events), h.ID)
+			return err
+		}
+		res.Verified = true
+		return recordVerified(ctx, q, h.ID, v)
+	})
+	if err != nil {
+		return ImportResult{}, s.storeError(err, "import session "+h.ID)
+	}
+	return res, nil
+}
