@@ -1,0 +1,136 @@
+package dshformat
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// The envelope keys DSH defines for a logical event.
+const (
+	keyType            = "type"
+	keySeq             = "seq"
+	keyTime            = "time"
+	keyData            = "data"
+	keySourceEventSeqs = "sourceEventSeqs"
+	keySurfaceOp       = "surfaceOp"
+	keyIgnorable       = "ignorable"
+)
+
+// eventFromMembers builds the logical event stored as a JSON object whose
+// seq the caller has already checked. DSH accepts such an object into the
+// log and leaves the envelope checks to Session construction; values that a
+// session.Event cannot carry (a non-string type, a fractional time, an
+// ignorable that is not true …) would fail those checks, so they are
+// reported here as errors. Unknown keys are recorded, not rejected.
+func eventFromMembers(members []jsonMember, seq int64) (session.Event, error) {
+	e := session.Event{Seq: seq}
+	seen := make(map[string]bool, len(members))
+	for _, m := range members {
+		switch m.Key {
+		case keyType, keySeq, keyTime, keyData, keySourceEventSeqs, keySurfaceOp, keyIgnorable:
+		default:
+			if !seen[m.Key] {
+				e.UnknownKeys = append(e.UnknownKeys, m.Key)
+			}
+		}
+		seen[m.Key] = true
+	}
+	t, _ := lastMember(members, keyType)
+	var ok bool
+	if e.Type, ok = stringValue(t.Value); !ok {
+		return e, errors.New(`event "type" is not a string`)
+	}
+	tm, _ := lastMember(members, keyTime)
+	if e.Time, _, ok = safeInteger(tm.Value); !ok {
+		return e, fmt.Errorf("event %q (seq %d): \"time\" is not a safe integer", e.Type, seq)
+	}
+	d, ok := lastMember(members, keyData)
+	if !ok {
+		return e, fmt.Errorf("event %q (seq %d) has no \"data\"", e.Type, seq)
+	}
+	e.Data = canonicalJSON(d.Value, d.Canonical)
+	if m, ok := lastMember(members, keySourceEventSeqs); ok {
+		seqs, err := decodeSeqList(m.Value)
+		if err != nil {
+			return e, fmt.Errorf("event %q (seq %d): %w", e.Type, seq, err)
+		}
+		e.SourceEventSeqs, e.HasSourceEventSeqs = seqs, true
+	}
+	if m, ok := lastMember(members, keySurfaceOp); ok {
+		e.SurfaceOp = canonicalJSON(m.Value, m.Canonical)
+	}
+	if m, ok := lastMember(members, keyIgnorable); ok {
+		if string(m.Value) != "true" {
+			return e, fmt.Errorf("event %q (seq %d): \"ignorable\" is present but not true", e.Type, seq)
+		}
+		e.Ignorable = true
+	}
+	return e, nil
+}
+
+func decodeSeqList(raw []byte) ([]int64, error) {
+	elems, ok := arrayElements(raw)
+	if !ok {
+		return nil, errors.New(`"sourceEventSeqs" is not an array`)
+	}
+	seqs := make([]int64, len(elems))
+	for i, el := range elems {
+		n, _, ok := safeInteger(el)
+		if !ok || n < 0 {
+			return nil, fmt.Errorf(`"sourceEventSeqs"[%d] is not a non-negative safe integer`, i)
+		}
+		seqs[i] = n
+	}
+	return seqs, nil
+}
+
+// appendEvent appends the JSON text DSH writes for a logical event: keys
+// type, seq, time, data, sourceEventSeqs?, surfaceOp?, ignorable? (only when
+// true). Data and SurfaceOp must be valid JSON; they are written in
+// JSON.stringify form.
+func appendEvent(dst []byte, e session.Event) ([]byte, error) {
+	data, canonical, err := parseValue(e.Data)
+	if err != nil {
+		return dst, fmt.Errorf("event %q (seq %d): data: %w", e.Type, e.Seq, err)
+	}
+	dst = append(dst, `{"type":`...)
+	dst = jsjson.AppendString(dst, e.Type)
+	dst = append(dst, `,"seq":`...)
+	dst = jsjson.AppendInt(dst, e.Seq)
+	dst = append(dst, `,"time":`...)
+	dst = jsjson.AppendInt(dst, e.Time)
+	dst = append(dst, `,"data":`...)
+	dst = appendValue(dst, data, canonical)
+	if e.HasSourceEventSeqs {
+		dst = append(dst, `,"sourceEventSeqs":[`...)
+		for i, s := range e.SourceEventSeqs {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = jsjson.AppendInt(dst, s)
+		}
+		dst = append(dst, ']')
+	}
+	if e.SurfaceOp != nil {
+		op, canonical, err := parseValue(e.SurfaceOp)
+		if err != nil {
+			return dst, fmt.Errorf("event %q (seq %d): surfaceOp: %w", e.Type, e.Seq, err)
+		}
+		dst = append(dst, `,"surfaceOp":`...)
+		dst = appendValue(dst, op, canonical)
+	}
+	if e.Ignorable {
+		dst = append(dst, `,"ignorable":true`...)
+	}
+	return append(dst, '}'), nil
+}
+
+func appendValue(dst, raw []byte, canonical bool) []byte {
+	if canonical {
+		return append(dst, raw...)
+	}
+	return appendCanonical(dst, raw)
+}

@@ -1,0 +1,402 @@
+package dshformat
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// readJSONLFile reads one DSH JSONL session file (plain or zstd-framed)
+// the way DSH's non-mutating inspect reads it: the header, the contiguous
+// valid event prefix, and a torn tail if there is one.
+func readJSONLFile(ctx context.Context, path string, compressed bool) (*Session, error) {
+	data, err := readStable(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if compressed {
+		return decodeZstdLog(ctx, path, data)
+	}
+	return decodePlainLog(ctx, path, data)
+}
+
+// readStable reads a whole file, retrying while it changes underneath (a
+// live DSH may be appending), as DSH's stat/read/stat loop does.
+func readStable(path string) ([]byte, error) {
+	const attempts = 5
+	for range attempts {
+		before, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		after, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		if os.SameFile(before, after) && before.Size() == after.Size() && before.ModTime().Equal(after.ModTime()) && int64(len(data)) == after.Size() {
+			return data, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: file kept changing while it was read", path)
+}
+
+func decodePlainLog(ctx context.Context, path string, text []byte) (*Session, error) {
+	nl := bytes.IndexByte(text, '\n')
+	if nl < 0 {
+		return nil, corruptAt(path, "", "session log has no complete header line", errNotHeader)
+	}
+	h, err := headerAt(path, text[:nl])
+	if err != nil {
+		return nil, err
+	}
+	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: nl + 1}
+	if err := sc.scan(text, nl+1); err != nil {
+		return nil, err
+	}
+	s := &Session{Header: h, Events: sc.events, Location: path}
+	if sc.committed < len(text) {
+		reason := "unterminated final record"
+		if sc.issue != nil {
+			reason = sc.issue.Msg
+		}
+		s.Torn = &Torn{FromSeq: int64(len(sc.events)), Marker: int64(sc.committed), Reason: reason, Raw: text[sc.committed:]}
+	}
+	return s, nil
+}
+
+// headerAt decodes a header line, adding the file to any error.
+func headerAt(path string, line []byte) (session.Header, error) {
+	h, _, err := decodeHeader(line)
+	var refusal *UnsupportedVersionError
+	switch {
+	case errors.As(err, &refusal):
+		refusal.Path = path
+		return h, refusal
+	case err != nil:
+		return h, corruptAt(path, "", err.Error(), nil)
+	}
+	return h, nil
+}
+
+func decodeZstdLog(ctx context.Context, path string, data []byte) (*Session, error) {
+	scan, err := scanFrames(data)
+	if err != nil {
+		return nil, corruptAt(path, "", "corrupt Zstandard session log", err)
+	}
+	if len(scan.frames) == 0 {
+		return nil, corruptAt(path, "", "empty or header-less Zstandard session log", nil)
+	}
+	dec, err := logDecoder()
+	if err != nil {
+		return nil, err
+	}
+	frameFailed := func(f frame, err error) error {
+		e := corruptAt(path, "", fmt.Sprintf("corrupt Zstandard session log: frame at byte %d failed validation", f.start), err)
+		e.Frame = int64(f.start)
+		return e
+	}
+	text, err := decodeFrame(dec, data[scan.frames[0].start:scan.frames[0].end])
+	if err != nil {
+		return nil, frameFailed(scan.frames[0], err)
+	}
+	if len(text) == 0 || bytes.IndexByte(text, '\n') != len(text)-1 {
+		e := corruptAt(path, "", "first frame is not exactly one header line", nil)
+		e.Frame = 0
+		return nil, e
+	}
+	h, err := headerAt(path, text[:len(text)-1])
+	if err != nil {
+		return nil, err
+	}
+	headerEnd := len(text)
+	// starts maps decoded text back to frames for error locations.
+	starts := []frameStart{{text: 0, file: 0}}
+	for _, f := range scan.frames[1:] {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		starts = append(starts, frameStart{text: len(text), file: f.start})
+		plain, err := decodeFrame(dec, data[f.start:f.end])
+		if err != nil {
+			return nil, frameFailed(f, err)
+		}
+		if len(text)+len(plain) > maxLogText {
+			return nil, frameFailed(f, errTooLarge)
+		}
+		text = append(text, plain...)
+	}
+	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: headerEnd, frames: starts}
+	if err := sc.scan(text, headerEnd); err != nil {
+		return nil, err
+	}
+	if sc.committed != len(text) {
+		e := sc.locate(sc.committed, "complete frame contains a torn JSONL record")
+		if sc.issue != nil {
+			e.Line, e.Err = sc.issue.Line, errors.New(sc.issue.Msg)
+		}
+		return nil, e
+	}
+	s := &Session{Header: h, Events: sc.events, Location: path}
+	if scan.tornStart < 0 {
+		return s, nil
+	}
+	complete := len(sc.events)
+	// Salvage the complete blocks of the torn frame; a failure recovers
+	// nothing, as DSH swallows errors of this attempt.
+	if rebuilt := rebuildTornFrame(data, scan.torn); rebuilt != nil {
+		if plain, err := decodeFrame(dec, rebuilt); err == nil && len(text)+len(plain) <= maxLogText {
+			sc.frames = append(sc.frames, frameStart{text: len(text), file: scan.tornStart})
+			from := len(text)
+			text = append(text, plain...)
+			if err := sc.scan(text, from); err != nil {
+				return nil, err
+			}
+		}
+	}
+	s.Events = sc.events
+	s.Torn = &Torn{
+		FromSeq:   int64(len(sc.events)),
+		Marker:    int64(scan.tornStart),
+		Reason:    fmt.Sprintf("torn final Zstandard frame at byte %d", scan.tornStart),
+		Raw:       data[scan.tornStart:],
+		Recovered: len(sc.events) - complete,
+	}
+	return s, nil
+}
+
+type frameStart struct{ text, file int }
+
+// lineScanner is DSH's streaming JSONL scanner (storage-formats §2.5). A
+// line that cannot be decoded, or whose seq does not continue the log, is
+// remembered as the first issue and tolerated as the start of a torn tail,
+// unless a later line holds a turn/end: then the damage is inside the
+// committed region and the issue becomes the error.
+type lineScanner struct {
+	ctx       context.Context
+	path, id  string
+	events    []session.Event
+	committed int   // text offset just past the last accepted line
+	line      int64 // event lines seen, 1-based as in DSH's messages
+	issue     *CorruptError
+	frames    []frameStart // zstd only
+}
+
+func (s *lineScanner) locate(offset int, msg string) *CorruptError {
+	e := corruptAt(s.path, s.id, msg, nil)
+	e.Offset = int64(offset)
+	if len(s.frames) > 0 {
+		i := sort.Search(len(s.frames), func(i int) bool { return s.frames[i].text > offset }) - 1
+		e.Frame = int64(s.frames[max(i, 0)].file)
+	}
+	return e
+}
+
+// scan processes every complete line of text from offset from on; a final
+// fragment without "\n" is left unread.
+func (s *lineScanner) scan(text []byte, from int) error {
+	for pos := from; pos < len(text); {
+		nl := bytes.IndexByte(text[pos:], '\n')
+		if nl < 0 {
+			return nil
+		}
+		line := text[pos : pos+nl]
+		s.line++
+		if s.line%4096 == 0 {
+			if err := s.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := s.accept(line, pos); err != nil {
+			return err
+		}
+		pos += nl + 1
+	}
+	return nil
+}
+
+func (s *lineScanner) accept(line []byte, pos int) error {
+	rec, err := decodeRecord(line)
+	if err != nil {
+		if s.issue == nil {
+			s.issue = s.locate(pos, fmt.Sprintf("corrupt session log: unparsable committed event at line %d", s.line))
+			s.issue.Line, s.issue.Err = s.line, err
+		}
+		return nil
+	}
+	if s.issue != nil {
+		if rec.turnEnd {
+			return s.committedDamage()
+		}
+		return nil
+	}
+	expected := int64(len(s.events))
+	if got, ok := rec.firstSeq(expected); !ok {
+		s.issue = s.locate(pos, fmt.Sprintf("corrupt session log: seq gap in committed region at line %d (expected %d, got %s)", s.line, expected, got))
+		s.issue.Line = s.line
+		if rec.turnEnd {
+			return s.committedDamage()
+		}
+		return nil
+	}
+	if rec.rows != nil {
+		s.events = append(s.events, rec.rows...)
+	} else {
+		e, err := eventFromMembers(rec.members, expected)
+		if err != nil {
+			ce := s.locate(pos, "invalid event envelope")
+			ce.Line, ce.Err = s.line, err
+			return ce
+		}
+		s.events = append(s.events, e)
+	}
+	s.committed = pos + len(line) + 1
+	return nil
+}
+
+// committedDamage is the error for a remembered issue followed by a
+// turn/end: the damaged line was committed, so the log is corrupt.
+func (s *lineScanner) committedDamage() error {
+	e := *s.issue
+	e.Msg += fmt.Sprintf(" (line %d holds a later turn/end, so the damage is inside the committed region)", s.line)
+	return &e
+}
+
+// record is one decoded JSONL event line: an expanded packed row, or the
+// members of a stored event object.
+type record struct {
+	rows    []session.Event
+	members []jsonMember
+	turnEnd bool
+}
+
+// decodeRecord parses a line as JSON (after Node's lenient UTF-8 decoding)
+// and expands it if it is a packed row. Any line whose value is an object
+// with a row tag as its type is a row (JSONL has no other discriminator).
+// Lines that are not objects — null, numbers, arrays — are invalid lines.
+func decodeRecord(line []byte) (record, error) {
+	members, err := parseObject(wellFormedUTF8(line))
+	if err != nil {
+		return record{}, err
+	}
+	t, _ := lastMember(members, keyType)
+	typ, _ := stringValue(t.Value)
+	if kind, ok := rowKindOf(typ); ok {
+		rows, err := decodeJSONLRow(kind, members)
+		if err != nil {
+			return record{}, err
+		}
+		return record{rows: rows}, nil
+	}
+	return record{members: members, turnEnd: typ == session.TypeTurnEnd}, nil
+}
+
+// firstSeq checks that the record starts at seq expected; got renders the
+// seq found the way DSH's message shows it.
+func (r record) firstSeq(expected int64) (got string, ok bool) {
+	if r.rows != nil {
+		return strconv.FormatInt(r.rows[0].Seq, 10), r.rows[0].Seq == expected
+	}
+	m, present := lastMember(r.members, keySeq)
+	if !present {
+		return "undefined", false
+	}
+	if f, isNum := numberValue(m.Value); isNum {
+		return string(jsjson.AppendFloat(nil, f)), f == float64(expected)
+	}
+	if s, isStr := stringValue(m.Value); isStr {
+		return s, false
+	}
+	return string(m.Value), false
+}
+
+// readHeaderOnly reads just enough of a session file to decode its header,
+// as DSH's listing does: the first line of a plain file, the first frame of
+// a zstd file.
+func readHeaderOnly(path string, compressed bool) (h session.Header, listable bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return h, false, err
+	}
+	defer f.Close()
+	const maxHeader = 1 << 20
+	var line []byte
+	if compressed {
+		line, err = firstFrameLine(f, maxHeader)
+	} else {
+		line, err = firstLine(f, maxHeader)
+	}
+	if err != nil {
+		return h, false, err
+	}
+	return decodeHeader(line)
+}
+
+func firstLine(r io.Reader, limit int) ([]byte, error) {
+	br := bufio.NewReaderSize(r, 8<<10)
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull) && len(line) <= limit:
+			continue
+		case errors.Is(err, bufio.ErrBufferFull):
+			return nil, fmt.Errorf("header line longer than %d bytes", limit)
+		case errors.Is(err, io.EOF):
+			return nil, errors.New("session log has no complete header line")
+		default:
+			return nil, err
+		}
+	}
+}
+
+func firstFrameLine(r io.Reader, limit int) ([]byte, error) {
+	var buf []byte
+	chunk := make([]byte, 8<<10)
+	for {
+		n, readErr := io.ReadFull(r, chunk)
+		buf = append(buf, chunk[:n]...)
+		f, complete, err := scanFrame(buf, 0)
+		if err != nil {
+			return nil, err
+		}
+		if complete {
+			dec, err := logDecoder()
+			if err != nil {
+				return nil, err
+			}
+			text, err := decodeFrame(dec, buf[:f.end])
+			if err != nil {
+				return nil, fmt.Errorf("header frame failed validation: %w", err)
+			}
+			if len(text) == 0 || bytes.IndexByte(text, '\n') != len(text)-1 {
+				return nil, errors.New("first frame is not exactly one header line")
+			}
+			return text[:len(text)-1], nil
+		}
+		if readErr != nil || len(buf) > limit {
+			if len(buf) == 0 {
+				return nil, errors.New("empty or header-less Zstandard session log")
+			}
+			return nil, errors.New("incomplete header frame")
+		}
+	}
+}

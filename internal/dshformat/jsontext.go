@@ -1,0 +1,695 @@
+package dshformat
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
+)
+
+// DSH parses every stored record with JSON.parse and writes it back with
+// JSON.stringify, so the logical value of a record is what survives that
+// round trip. This file validates JSON text, splits objects and arrays into
+// raw member spans without building Go maps (key order must survive), and
+// produces the JSON.stringify form of a value when the stored text is not
+// already in it. Only the standard library's string unquoting is borrowed.
+
+// maxJSONDepth bounds container nesting. JSON.parse has no such limit, but
+// an unbounded recursive descent over hostile input (a line of 100,000 '[')
+// must not be able to exhaust the stack; encoding/json uses the same bound.
+const maxJSONDepth = 10000
+
+var errJSONDepth = errors.New("JSON nesting deeper than 10000 levels")
+
+// jsonSyntaxError reports malformed JSON text at a byte offset of the value
+// being parsed.
+type jsonSyntaxError struct {
+	Offset int
+	Msg    string
+}
+
+func (e *jsonSyntaxError) Error() string {
+	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
+}
+
+// jsonMember is one member of a JSON object: its decoded key and the raw
+// text of its value.
+type jsonMember struct {
+	Key       string
+	Value     []byte
+	Canonical bool // Value is already in JSON.stringify form
+}
+
+// parser validates JSON text and records whether it is canonical, i.e.
+// byte-identical to JSON.stringify(JSON.parse(text)).
+type parser struct {
+	b         []byte
+	canonical bool
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func (p *parser) skipSpace(i int) int {
+	for i < len(p.b) && isSpace(p.b[i]) {
+		p.canonical = false
+		i++
+	}
+	return i
+}
+
+func (p *parser) fail(i int, msg string) error { return &jsonSyntaxError{Offset: i, Msg: msg} }
+
+// value validates the value starting at b[i] (no leading whitespace) and
+// returns the offset just past it.
+func (p *parser) value(i, depth int) (int, error) {
+	if i >= len(p.b) {
+		return i, p.fail(i, "unexpected end of input")
+	}
+	switch c := p.b[i]; {
+	case c == '{':
+		return p.object(i, depth+1, nil)
+	case c == '[':
+		return p.array(i, depth+1, nil)
+	case c == '"':
+		return p.str(i)
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number(i)
+	case c == 't':
+		return p.literal(i, "true")
+	case c == 'f':
+		return p.literal(i, "false")
+	case c == 'n':
+		return p.literal(i, "null")
+	default:
+		return i, p.fail(i, fmt.Sprintf("unexpected character %q", c))
+	}
+}
+
+func (p *parser) literal(i int, lit string) (int, error) {
+	if !bytes.HasPrefix(p.b[i:], []byte(lit)) {
+		return i, p.fail(i, "invalid literal")
+	}
+	return i + len(lit), nil
+}
+
+// object validates an object; when members is non-nil every member is
+// appended to it (top level only, so nested members are not collected).
+func (p *parser) object(i, depth int, members *[]jsonMember) (int, error) {
+	if depth > maxJSONDepth {
+		return i, errJSONDepth
+	}
+	i = p.skipSpace(i + 1)
+	if i < len(p.b) && p.b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(p.b) || p.b[i] != '"' {
+			return i, p.fail(i, "expected object key")
+		}
+		keyStart := i
+		end, err := p.str(i)
+		if err != nil {
+			return end, err
+		}
+		key := p.b[keyStart:end]
+		i = p.skipSpace(end)
+		if i >= len(p.b) || p.b[i] != ':' {
+			return i, p.fail(i, "expected ':' after object key")
+		}
+		i = p.skipSpace(i + 1)
+		outer := p.canonical
+		p.canonical = true
+		valStart := i
+		if i, err = p.value(i, depth); err != nil {
+			return i, err
+		}
+		if members != nil {
+			*members = append(*members, jsonMember{Key: unquote(key), Value: p.b[valStart:i], Canonical: p.canonical})
+		}
+		p.canonical = outer && p.canonical
+		i = p.skipSpace(i)
+		if i >= len(p.b) {
+			return i, p.fail(i, "unterminated object")
+		}
+		switch p.b[i] {
+		case ',':
+			i = p.skipSpace(i + 1)
+		case '}':
+			return i + 1, nil
+		default:
+			return i, p.fail(i, "expected ',' or '}' in object")
+		}
+	}
+}
+
+// array validates an array; when elems is non-nil the raw text of every
+// element is appended to it.
+func (p *parser) array(i, depth int, elems *[][]byte) (int, error) {
+	if depth > maxJSONDepth {
+		return i, errJSONDepth
+	}
+	i = p.skipSpace(i + 1)
+	if i < len(p.b) && p.b[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		start := i
+		var err error
+		if i, err = p.value(i, depth); err != nil {
+			return i, err
+		}
+		if elems != nil {
+			*elems = append(*elems, p.b[start:i])
+		}
+		i = p.skipSpace(i)
+		if i >= len(p.b) {
+			return i, p.fail(i, "unterminated array")
+		}
+		switch p.b[i] {
+		case ',':
+			i = p.skipSpace(i + 1)
+		case ']':
+			return i + 1, nil
+		default:
+			return i, p.fail(i, "expected ',' or ']' in array")
+		}
+	}
+}
+
+// str validates a string literal and notes escapes JSON.stringify would not
+// have written.
+func (p *parser) str(i int) (int, error) {
+	start := i
+	i++
+	for i < len(p.b) {
+		c := p.b[i]
+		switch {
+		case c == '"':
+			return i + 1, nil
+		case c < 0x20:
+			return i, p.fail(i, "control character in string")
+		case c == '\\':
+			if i+1 >= len(p.b) {
+				return i, p.fail(i, "unterminated escape")
+			}
+			switch p.b[i+1] {
+			case '"', '\\', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case '/':
+				p.canonical = false
+				i += 2
+			case 'u':
+				u, ok := hex4(p.b, i+2)
+				if !ok {
+					return i, p.fail(i, "invalid \\u escape")
+				}
+				if !canonicalUEscape(p.b, i, u) {
+					p.canonical = false
+				}
+				i += 6
+			default:
+				return i, p.fail(i, "invalid escape")
+			}
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(p.b[i:])
+			if r == utf8.RuneError && size == 1 {
+				p.canonical = false
+			}
+			i += size
+		default:
+			i++
+		}
+	}
+	return start, p.fail(start, "unterminated string")
+}
+
+// canonicalUEscape reports whether the \u escape at b[i:i+6] with value u is
+// one JSON.stringify writes: a control character without a short form, or a
+// lone surrogate, both in lower-case hex.
+func canonicalUEscape(b []byte, i int, u rune) bool {
+	for _, h := range b[i+2 : i+6] {
+		if h >= 'A' && h <= 'F' {
+			return false
+		}
+	}
+	switch {
+	case u < 0x20:
+		return u != '\b' && u != '\f' && u != '\n' && u != '\r' && u != '\t'
+	case u >= 0xD800 && u <= 0xDBFF:
+		// A high surrogate is escaped only when no low surrogate follows.
+		if next, ok := followingUEscape(b, i+6); ok && next >= 0xDC00 && next <= 0xDFFF {
+			return false
+		}
+		return true
+	case u >= 0xDC00 && u <= 0xDFFF:
+		// A low surrogate is escaped only when it does not complete a pair;
+		// pairs were already rejected at their high half.
+		return true
+	default:
+		return false
+	}
+}
+
+func followingUEscape(b []byte, i int) (rune, bool) {
+	if i+1 < len(b) && b[i] == '\\' && b[i+1] == 'u' {
+		return hex4(b, i+2)
+	}
+	return 0, false
+}
+
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+func (p *parser) number(i int) (int, error) {
+	start := i
+	if p.b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(p.b) && p.b[i] == '0':
+		i++
+	case i < len(p.b) && p.b[i] >= '1' && p.b[i] <= '9':
+		for i < len(p.b) && p.b[i] >= '0' && p.b[i] <= '9' {
+			i++
+		}
+	default:
+		return i, p.fail(i, "invalid number")
+	}
+	plain := true
+	if i < len(p.b) && p.b[i] == '.' {
+		plain = false
+		i++
+		if i >= len(p.b) || p.b[i] < '0' || p.b[i] > '9' {
+			return i, p.fail(i, "invalid number fraction")
+		}
+		for i < len(p.b) && p.b[i] >= '0' && p.b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(p.b) && (p.b[i] == 'e' || p.b[i] == 'E') {
+		plain = false
+		i++
+		if i < len(p.b) && (p.b[i] == '+' || p.b[i] == '-') {
+			i++
+		}
+		if i >= len(p.b) || p.b[i] < '0' || p.b[i] > '9' {
+			return i, p.fail(i, "invalid number exponent")
+		}
+		for i < len(p.b) && p.b[i] >= '0' && p.b[i] <= '9' {
+			i++
+		}
+	}
+	tok := p.b[start:i]
+	// Up to 15 digits an integer is exact in a double and prints as itself;
+	// everything else is compared with its ECMAScript rendering.
+	digits := len(tok)
+	if tok[0] == '-' {
+		digits--
+	}
+	if !(plain && digits <= 15 && string(tok) != "-0") && !bytes.Equal(tok, canonicalNumber(tok)) {
+		p.canonical = false
+	}
+	return i, nil
+}
+
+// canonicalNumber renders a valid JSON number token as JSON.stringify would
+// after JSON.parse (overflow becomes Infinity, which stringifies as null).
+func canonicalNumber(tok []byte) []byte {
+	f, _ := strconv.ParseFloat(string(tok), 64)
+	return jsjson.AppendFloat(nil, f)
+}
+
+// parseValue validates that b holds exactly one JSON value (surrounding
+// whitespace allowed) and reports whether the value is canonical.
+func parseValue(b []byte) (value []byte, canonical bool, err error) {
+	p := parser{b: b, canonical: true}
+	start := p.skipSpace(0)
+	p.canonical = true
+	end, err := p.value(start, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	canonical = p.canonical
+	if rest := p.skipSpace(end); rest != len(b) {
+		return nil, false, p.fail(rest, "unexpected data after JSON value")
+	}
+	return b[start:end], canonical, nil
+}
+
+// errNotObject is returned by parseObject for valid JSON that is not an
+// object.
+var errNotObject = errors.New("JSON value is not an object")
+
+// parseObject validates that b holds exactly one JSON object and returns its
+// members in text order (duplicates included; callers resolve them).
+func parseObject(b []byte) ([]jsonMember, error) {
+	p := parser{b: b, canonical: true}
+	i := p.skipSpace(0)
+	if i >= len(b) || b[i] != '{' {
+		if _, _, err := parseValue(b); err != nil {
+			return nil, err
+		}
+		return nil, errNotObject
+	}
+	members := make([]jsonMember, 0, 8)
+	end, err := p.object(i, 1, &members)
+	if err != nil {
+		return nil, err
+	}
+	if rest := p.skipSpace(end); rest != len(b) {
+		return nil, p.fail(rest, "unexpected data after JSON value")
+	}
+	return members, nil
+}
+
+// arrayElements splits an already validated JSON array into the raw text of
+// its elements; ok is false when raw is not an array.
+func arrayElements(raw []byte) (elems [][]byte, ok bool) {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil, false
+	}
+	p := parser{b: raw}
+	if _, err := p.array(0, 1, &elems); err != nil {
+		return nil, false
+	}
+	return elems, true
+}
+
+// lastMember returns the value of the last member named key, as JSON.parse
+// keeps the last of duplicate keys.
+func lastMember(members []jsonMember, key string) (jsonMember, bool) {
+	for i := len(members) - 1; i >= 0; i-- {
+		if members[i].Key == key {
+			return members[i], true
+		}
+	}
+	return jsonMember{}, false
+}
+
+// unquote decodes a valid JSON string literal. Lone surrogates become U+FFFD,
+// which only matters for keys and identifiers; values are kept as raw text.
+func unquote(lit []byte) string {
+	if bytes.IndexByte(lit, '\\') < 0 {
+		return string(lit[1 : len(lit)-1])
+	}
+	var s string
+	if err := json.Unmarshal(lit, &s); err != nil {
+		return string(lit[1 : len(lit)-1])
+	}
+	return s
+}
+
+// isString reports whether raw is a JSON string literal.
+func isString(raw []byte) bool { return len(raw) >= 2 && raw[0] == '"' }
+
+// stringValue returns the decoded string if raw is a string literal.
+func stringValue(raw []byte) (string, bool) {
+	if !isString(raw) {
+		return "", false
+	}
+	return unquote(raw), true
+}
+
+// isNumber reports whether raw is a JSON number token.
+func isNumber(raw []byte) bool {
+	return len(raw) > 0 && (raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'))
+}
+
+// maxSafeInteger is Number.MAX_SAFE_INTEGER.
+const maxSafeInteger = 1<<53 - 1
+
+// numberValue parses a JSON number token as JavaScript does.
+func numberValue(raw []byte) (float64, bool) {
+	if !isNumber(raw) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	return f, true
+}
+
+// safeInteger parses raw as a JavaScript safe integer (Number.isSafeInteger).
+// negZero reports a -0, which some header fields reject.
+func safeInteger(raw []byte) (v int64, negZero, ok bool) {
+	f, ok := numberValue(raw)
+	if !ok || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger {
+		return 0, false, false
+	}
+	return int64(f), f == 0 && math.Signbit(f), true
+}
+
+// canonicalJSON returns the JSON.stringify form of an already validated
+// value. Text that is canonical is returned as is.
+func canonicalJSON(raw []byte, canonical bool) []byte {
+	if canonical {
+		return raw
+	}
+	return appendCanonical(make([]byte, 0, len(raw)), raw)
+}
+
+// appendCanonical appends the JSON.stringify form of the valid JSON value
+// at the start of raw. Whitespace is dropped, strings are re-escaped the
+// JavaScript way and numbers are rendered as ECMAScript does. Object member
+// order is kept; JSON.parse would also move integer-like keys first and keep
+// only the last duplicate, which DSH-written text never needs.
+func appendCanonical(dst, raw []byte) []byte {
+	dst, _ = appendCanonicalAt(dst, raw, 0)
+	return dst
+}
+
+func appendCanonicalAt(dst, b []byte, i int) ([]byte, int) {
+	for isSpace(b[i]) {
+		i++
+	}
+	switch c := b[i]; {
+	case c == '{' || c == '[':
+		closer := byte('}')
+		if c == '[' {
+			closer = ']'
+		}
+		dst = append(dst, c)
+		i++
+		first := true
+		for {
+			for isSpace(b[i]) {
+				i++
+			}
+			if b[i] == closer {
+				return append(dst, closer), i + 1
+			}
+			if b[i] == ',' {
+				i++
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			if c == '{' {
+				dst, i = appendCanonicalAt(dst, b, i)
+				for b[i] != ':' {
+					i++
+				}
+				dst = append(dst, ':')
+				i++
+			}
+			dst, i = appendCanonicalAt(dst, b, i)
+		}
+	case c == '"':
+		end := stringEnd(b, i)
+		return appendCanonicalString(dst, b[i:end]), end
+	case c == 't':
+		return append(dst, "true"...), i + 4
+	case c == 'f':
+		return append(dst, "false"...), i + 5
+	case c == 'n':
+		return append(dst, "null"...), i + 4
+	default:
+		end := i
+		for end < len(b) && !isSpace(b[end]) && b[end] != ',' && b[end] != ']' && b[end] != '}' {
+			end++
+		}
+		return append(dst, canonicalNumber(b[i:end])...), end
+	}
+}
+
+// stringEnd returns the offset just past the valid string literal at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; ; i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+}
+
+// appendStringLiteral appends a valid JSON string literal in JSON.stringify
+// form, copying it when it already is (no escapes, valid UTF-8).
+func appendStringLiteral(dst, lit []byte) []byte {
+	if bytes.IndexByte(lit, '\\') < 0 && utf8.Valid(lit) {
+		return append(dst, lit...)
+	}
+	return appendCanonicalString(dst, lit)
+}
+
+// appendCanonicalString re-encodes a valid JSON string literal as
+// JSON.stringify writes the string it denotes, keeping lone surrogates as
+// \udxxx escapes (Go strings cannot hold them, so this works on the text).
+func appendCanonicalString(dst, lit []byte) []byte {
+	dst = append(dst, '"')
+	body := lit[1 : len(lit)-1]
+	for i := 0; i < len(body); {
+		c := body[i]
+		if c != '\\' {
+			if c < utf8.RuneSelf {
+				dst = append(dst, c)
+				i++
+				continue
+			}
+			r, size := utf8.DecodeRune(body[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, "\uFFFD"...)
+			} else {
+				dst = append(dst, body[i:i+size]...)
+			}
+			i += size
+			continue
+		}
+		switch e := body[i+1]; e {
+		case 'u':
+			u, _ := hex4(body, i+2)
+			i += 6
+			if u >= 0xD800 && u <= 0xDBFF {
+				if lo, ok := followingUEscape(body, i); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+					dst = utf8.AppendRune(dst, 0x10000+(u-0xD800)<<10+(lo-0xDC00))
+					i += 6
+					continue
+				}
+			}
+			dst = appendCodeUnit(dst, u)
+		case '/':
+			dst = append(dst, '/')
+			i += 2
+		default: // ", \, b, f, n, r, t are already in their JSON.stringify form
+			dst = append(dst, '\\', e)
+			i += 2
+		}
+	}
+	return append(dst, '"')
+}
+
+// appendCodeUnit writes one UTF-16 code unit the way JSON.stringify does.
+func appendCodeUnit(dst []byte, u rune) []byte {
+	const hexDigits = "0123456789abcdef"
+	switch {
+	case u == '"':
+		return append(dst, '\\', '"')
+	case u == '\\':
+		return append(dst, '\\', '\\')
+	case u == '\b':
+		return append(dst, '\\', 'b')
+	case u == '\f':
+		return append(dst, '\\', 'f')
+	case u == '\n':
+		return append(dst, '\\', 'n')
+	case u == '\r':
+		return append(dst, '\\', 'r')
+	case u == '\t':
+		return append(dst, '\\', 't')
+	case u < 0x20 || (u >= 0xD800 && u <= 0xDFFF):
+		return append(dst, '\\', 'u', hexDigits[u>>12&0xf], hexDigits[u>>8&0xf], hexDigits[u>>4&0xf], hexDigits[u&0xf])
+	default:
+		return utf8.AppendRune(dst, u)
+	}
+}
+
+// wellFormedUTF8 returns b with every ill-formed UTF-8 sequence replaced by
+// U+FFFD the way a WHATWG TextDecoder (Node's lenient decoding of JSONL
+// text) does: one replacement per maximal subpart. Valid input is returned
+// unchanged and not copied.
+func wellFormedUTF8(b []byte) []byte {
+	if utf8.Valid(b) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+8)
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			out = append(out, b[i])
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		if r != utf8.RuneError || size > 1 {
+			out = append(out, b[i:i+size]...)
+			i += size
+			continue
+		}
+		out = append(out, "\uFFFD"...)
+		i += maximalSubpart(b[i:])
+	}
+	return out
+}
+
+// maximalSubpart is the length of the ill-formed sequence starting at b[0]:
+// the longest prefix of a well-formed sequence, at least one byte.
+func maximalSubpart(b []byte) int {
+	lo, hi := byte(0x80), byte(0xBF)
+	var need int
+	switch c := b[0]; {
+	case c >= 0xC2 && c <= 0xDF:
+		need = 1
+	case c == 0xE0:
+		need, lo = 2, 0xA0
+	case c == 0xED:
+		need, hi = 2, 0x9F
+	case c >= 0xE1 && c <= 0xEF:
+		need = 2
+	case c == 0xF0:
+		need, lo = 3, 0x90
+	case c == 0xF4:
+		need, hi = 3, 0x8F
+	case c >= 0xF1 && c <= 0xF3:
+		need = 3
+	default:
+		return 1
+	}
+	n := 1
+	for n <= need && n < len(b) && b[n] >= lo && b[n] <= hi {
+		lo, hi = 0x80, 0xBF
+		n++
+	}
+	return n
+}
+
+// unquoteIfString returns the decoded string, or "" when raw is not a string.
+func unquoteIfString(raw []byte) string {
+	s, _ := stringValue(raw)
+	return s
+}

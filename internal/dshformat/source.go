@@ -1,0 +1,77 @@
+// Package dshformat reads session corpora written by DeepSeek Harness (DSH)
+// 0.1.0-rc.8 — JSONL session files (plain or zstd-framed) and DSH's schema-17
+// SQLite store — and DSH's projection cache file, and writes DSH JSONL
+// session files. It knows DSH's formats and nothing about dsh's CLI or
+// database.
+//
+// Reading follows DSH's non-mutating inspect at the storage layer: the
+// header, the contiguous valid event prefix with packed chunk rows expanded
+// into their logical assistant/chunk events, and a torn tail (physically
+// incomplete or invalid data after the last committed turn/end) reported
+// separately instead of failing the read. Damage before a later valid
+// turn/end is corruption. Semantic validation of the events (surface rules,
+// message shapes, known types) is left to package session, as DSH leaves it
+// to Session construction.
+//
+// Only DSH session format version 0 and SQLite schema 17 are read. Later
+// formats — session.vN.jsonl[.zstd] files, headers with another version,
+// other SQLite schema versions — are refused with an
+// *UnsupportedVersionError, never read partially.
+package dshformat
+
+import (
+	"context"
+
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// Source is a read-only foreign DSH corpus. Nothing a Source does writes to
+// the corpus.
+type Source interface {
+	// Headers returns the header of every session the source can offer,
+	// sorted by id. As in DSH's listing, a header whose format version is
+	// not 0 but which otherwise has today's shape is included (its Version
+	// says so) and only refused by Read.
+	Headers(ctx context.Context) ([]session.Header, error)
+	// Read returns one session as DSH's non-mutating inspect reads it from
+	// storage. Errors are *CorruptError (matching ErrCorrupt),
+	// *UnsupportedVersionError, or wrap ErrNotFound.
+	Read(ctx context.Context, id string) (*Session, error)
+	// Problems lists the sessions found but not offered by Headers:
+	// unreadable or refused headers, ambiguous ids.
+	Problems() []Problem
+	Close() error
+}
+
+// Session is one session as read from a foreign corpus.
+type Session struct {
+	Header session.Header
+	// Events is the contiguous valid prefix (seq i at index i), packed rows
+	// expanded, without the synthetic closers DSH's inspect would add.
+	Events []session.Event
+	// Torn is non-nil when stored data after Events was cut off as a torn
+	// tail (JSONL: an unterminated, unparsable or out-of-sequence suffix, or
+	// an incomplete final zstd frame; SQLite: undecodable or non-contiguous
+	// rows after the last committed turn/end).
+	Torn *Torn
+	// Location is the file or database the session was read from.
+	Location string
+}
+
+// Torn describes a torn tail.
+type Torn struct {
+	// FromSeq is the first logical seq not in Events (len(Events)).
+	FromSeq int64
+	// Marker is DSH's repair marker: for JSONL the file offset DSH's load
+	// would truncate the file to; for SQLite the physical seq of the first
+	// torn row (rows with seq >= Marker are the tail).
+	Marker int64
+	// Reason says why the tail is torn.
+	Reason string
+	// Raw is the tail as stored: for JSONL the file bytes from Marker on;
+	// for SQLite one JSON line per torn row (see sqliteTornRow).
+	Raw []byte
+	// Recovered counts the events at the end of Events that were salvaged
+	// from an incomplete final zstd frame (DSH keeps and re-writes them).
+	Recovered int
+}

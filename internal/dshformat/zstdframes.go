@@ -1,0 +1,223 @@
+package dshformat
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// A DSH zstd session log is a plain concatenation of standard Zstandard
+// frames: one holding the header line, then one per durable append batch.
+// Frame boundaries and a torn final frame are found by a structural scan
+// that decompresses nothing (storage-formats §2.4).
+
+var zstdMagic = [4]byte{0x28, 0xB5, 0x2F, 0xFD}
+
+// Decompression limits. DSH writes frames of a few megabytes at most; the
+// limits only stop hostile input (a frame declaring a terabyte, a
+// decompression bomb) from exhausting memory.
+const (
+	// maxFrameText bounds one frame's decompressed size, and the window a
+	// frame may declare.
+	maxFrameText = 256 << 20
+	// maxLogText bounds a whole session log's decompressed text.
+	maxLogText = 1 << 30
+)
+
+// frame is the structure of one Zstandard frame found by scanFrames.
+type frame struct {
+	start, end int // file offsets; end is just past the checksum
+	descriptor byte
+	window     int    // the window descriptor byte, -1 for a single-segment frame
+	dictID     []byte // raw dictionary id bytes
+	contentLen uint64 // declared content size; meaningful when hasContentLen
+	hasContent bool
+	// blocks are the offsets just past each complete block, in order.
+	blocks []int
+}
+
+// frameScan is the result of a structural scan: the complete frames, and
+// the offset where a torn final frame starts (-1 when the file ends on a
+// frame boundary). torn describes the torn frame as far as it goes.
+type frameScan struct {
+	frames    []frame
+	tornStart int
+	torn      frame
+}
+
+// scanFrames walks the frames of b. It returns an error for bytes that
+// cannot be the start of a frame or reserved values; running out of bytes
+// inside a frame is not an error but a torn tail.
+func scanFrames(b []byte) (frameScan, error) {
+	s := frameScan{tornStart: -1}
+	for off := 0; off < len(b); {
+		f, complete, err := scanFrame(b, off)
+		if err != nil {
+			return s, err
+		}
+		if !complete {
+			s.tornStart, s.torn = off, f
+			return s, nil
+		}
+		s.frames = append(s.frames, f)
+		off = f.end
+	}
+	return s, nil
+}
+
+// scanFrame scans the frame starting at off. complete is false when the
+// input ends inside it; f then holds what was scanned.
+func scanFrame(b []byte, off int) (f frame, complete bool, err error) {
+	f = frame{start: off, window: -1}
+	if len(b)-off < 4 {
+		return f, false, nil
+	}
+	if [4]byte(b[off:off+4]) != zstdMagic {
+		return f, false, fmt.Errorf("invalid frame magic at byte %d", off)
+	}
+	i := off + 4
+	if i >= len(b) {
+		return f, false, nil
+	}
+	d := b[i]
+	f.descriptor = d
+	if d&0x18 != 0 {
+		return f, false, fmt.Errorf("reserved frame-header bit set in frame at byte %d", off)
+	}
+	singleSegment := d&0x20 != 0
+	dictLen := [4]int{0, 1, 2, 4}[d&0x03]
+	fcsLen := [4]int{0, 2, 4, 8}[d>>6]
+	if d>>6 == 0 && singleSegment {
+		fcsLen = 1
+	}
+	headerLen := 1 + dictLen + fcsLen
+	if !singleSegment {
+		headerLen++
+	}
+	if len(b)-i < headerLen {
+		return f, false, nil
+	}
+	i++
+	if !singleSegment {
+		f.window = int(b[i])
+		i++
+	}
+	f.dictID = b[i : i+dictLen]
+	i += dictLen
+	if fcsLen > 0 {
+		f.hasContent = true
+		fcs := b[i : i+fcsLen]
+		switch fcsLen {
+		case 1:
+			f.contentLen = uint64(fcs[0])
+		case 2:
+			f.contentLen = uint64(binary.LittleEndian.Uint16(fcs)) + 256
+		case 4:
+			f.contentLen = uint64(binary.LittleEndian.Uint32(fcs))
+		case 8:
+			f.contentLen = binary.LittleEndian.Uint64(fcs)
+		}
+		i += fcsLen
+	}
+	for {
+		if len(b)-i < 3 {
+			return f, false, nil
+		}
+		h := uint32(b[i]) | uint32(b[i+1])<<8 | uint32(b[i+2])<<16
+		last, typ, size := h&1 != 0, (h>>1)&3, int(h>>3)
+		if typ == 3 {
+			return f, false, fmt.Errorf("reserved block type in frame at byte %d", off)
+		}
+		if typ == 1 { // RLE: one byte repeated size times
+			size = 1
+		}
+		if len(b)-i-3 < size {
+			return f, false, nil
+		}
+		i += 3 + size
+		f.blocks = append(f.blocks, i)
+		if last {
+			break
+		}
+	}
+	if d&0x04 != 0 {
+		if len(b)-i < 4 {
+			return f, false, nil
+		}
+		i += 4
+	}
+	f.end = i
+	return f, true, nil
+}
+
+// rebuildTornFrame turns the complete blocks of a torn frame into a frame
+// the decoder accepts, so they can be decompressed: the same dictionary id,
+// no content size, no checksum, an explicit window (a single-segment frame's
+// window is its content size), and the last complete block marked last.
+// It returns nil when there is nothing to recover. klauspost's decoder does
+// not yield the complete blocks of a truncated frame by itself, which
+// libzstd (DSH's decoder) does.
+func rebuildTornFrame(b []byte, f frame) []byte {
+	if len(f.blocks) == 0 {
+		return nil
+	}
+	window := f.window
+	if window < 0 {
+		e := 0
+		for e < 31 && uint64(1)<<(10+e) < f.contentLen {
+			e++
+		}
+		window = e << 3
+	}
+	headerEnd := f.start + 5 + len(f.dictID)
+	if f.window >= 0 {
+		headerEnd++
+	}
+	if f.hasContent {
+		headerEnd += [4]int{1, 2, 4, 8}[f.descriptor>>6]
+	}
+	lastEnd := f.blocks[len(f.blocks)-1]
+	lastStart := headerEnd
+	if len(f.blocks) > 1 {
+		lastStart = f.blocks[len(f.blocks)-2]
+	}
+	out := make([]byte, 0, 6+len(f.dictID)+lastEnd-headerEnd)
+	out = append(out, zstdMagic[:]...)
+	out = append(out, f.descriptor&0x03, byte(window))
+	out = append(out, f.dictID...)
+	base := len(out) - headerEnd // file offset + base = offset in out
+	out = append(out, b[headerEnd:lastEnd]...)
+	out[lastStart+base] |= 1 // Last_Block bit of the last complete block
+	return out
+}
+
+// Decoders are shared: DecodeAll is safe for concurrent use, and with
+// concurrency 1 a decoder starts no goroutines.
+var (
+	logDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
+		return zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(maxFrameText),
+			zstd.WithDecoderMaxWindow(maxFrameText))
+	})
+	packedRowDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
+		return zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderMaxMemory(sqliteMaxRowBytes),
+			zstd.WithDecoderMaxWindow(sqliteMaxRowBytes))
+	})
+)
+
+var errTooLarge = errors.New("decompressed data exceeds dsh's size limit")
+
+// decodeFrame decompresses one complete frame, verifying its checksum.
+func decodeFrame(dec *zstd.Decoder, b []byte) ([]byte, error) {
+	out, err := dec.DecodeAll(b, nil)
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		return nil, fmt.Errorf("%w: %w", errTooLarge, err)
+	}
+	return out, err
+}
