@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"math"
 	"slices"
@@ -47,35 +48,39 @@ func (o object) has(key string) bool {
 	return ok
 }
 
-// keys returns the distinct keys in the order JavaScript enumerates them:
-// array-index keys ascending first, then the others in first-occurrence order.
+// keys returns the distinct keys in the order JavaScript enumerates them.
 func (o object) keys() []string {
 	seen := make(map[string]bool, len(o))
-	var index, named []string
+	keys := make([]string, 0, len(o))
 	for _, m := range o {
-		if seen[m.key] {
-			continue
+		if !seen[m.key] {
+			seen[m.key] = true
+			keys = append(keys, m.key)
 		}
-		seen[m.key] = true
-		if isArrayIndex(m.key) {
-			index = append(index, m.key)
+	}
+	return jsKeyOrder(keys)
+}
+
+// jsKeyOrder reorders distinct keys given in creation order the way
+// JavaScript enumerates an object's keys: array-index keys ascending first,
+// then the rest in creation order.
+func jsKeyOrder(keys []string) []string {
+	var index, named []string
+	for _, k := range keys {
+		if isArrayIndex(k) {
+			index = append(index, k)
 		} else {
-			named = append(named, m.key)
+			named = append(named, k)
 		}
 	}
-	if len(index) > 1 {
-		slices.SortFunc(index, func(a, b string) int {
-			x, _ := strconv.ParseUint(a, 10, 32)
-			y, _ := strconv.ParseUint(b, 10, 32)
-			switch {
-			case x < y:
-				return -1
-			case x > y:
-				return 1
-			}
-			return 0
-		})
+	if index == nil {
+		return keys
 	}
+	slices.SortFunc(index, func(a, b string) int {
+		x, _ := strconv.ParseUint(a, 10, 32)
+		y, _ := strconv.ParseUint(b, 10, 32)
+		return cmp.Compare(x, y)
+	})
 	return append(index, named...)
 }
 
@@ -416,6 +421,12 @@ func jsString(raw []byte, present bool) string {
 		return string(raw)
 	default:
 		f, _ := parseNumber(raw)
+		switch {
+		case math.IsInf(f, 1):
+			return "Infinity"
+		case math.IsInf(f, -1):
+			return "-Infinity"
+		}
 		return string(jsjson.AppendFloat(nil, f))
 	}
 }
