@@ -1,13 +1,11 @@
 package projcache
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"time"
@@ -286,12 +284,8 @@ func decodeRows(text []byte) (Checkpoint, error) {
 		Seq json.RawMessage `json:"seq"`
 		Val json.RawMessage `json:"val"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(text))
-	if err := dec.Decode(&stored); err != nil {
+	if err := json.Unmarshal(text, &stored); err != nil {
 		return nil, fmt.Errorf("rows do not decode: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("rows do not decode: data after the object")
 	}
 	if stored == nil {
 		return nil, errors.New("rows do not decode: not an object")

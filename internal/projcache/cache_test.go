@@ -420,7 +420,7 @@ func TestVerify(t *testing.T) {
 		"c-bad: subagent mismatch: state at seq 2 differs from a refold of the log",
 		"c-foreign: foreign: witness field createdAt differs from the stored header",
 		"c-orphan: orphan: read c-orphan: session is not in the store",
-		"c-poison: poisoned: rows do not decode: unexpected EOF",
+		"c-poison: poisoned: rows do not decode: unexpected end of JSON input",
 		"c-stale: count stale: state version 0, registered 1",
 	}
 	if !reflect.DeepEqual(got, want) {

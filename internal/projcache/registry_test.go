@@ -176,6 +176,12 @@ func TestUnitFailures(t *testing.T) {
 			}
 		})
 	}
+	t.Run("panic in the last unit", func(t *testing.T) {
+		snap, err := registry(t, trapUnit{}).Restore(events("x/panic", descA))
+		if err == nil || snap.AsOfSeq != 1 || string(snap.Values["subagent"]) != `{"mode":"continuable","label":"a","seq":1}` {
+			t.Fatalf("snapshot %d %s, %v", snap.AsOfSeq, snap.Values, err)
+		}
+	})
 	t.Run("x/garbage", func(t *testing.T) {
 		f := registry(t, trapUnit{}).NewFold()
 		f.Apply(events("x/garbage", descA)...)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 )
@@ -310,9 +311,15 @@ func numberIs(raw json.RawMessage, want float64) bool {
 	return f == want
 }
 
+// stringValue decodes a JSON string taken from valid JSON text.
 func stringValue(raw json.RawMessage) (string, bool) {
 	if kindOf(raw) != kindString {
 		return "", false
+	}
+	raw = bytes.TrimSpace(raw)
+	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		// No escapes: the text between the quotes is the string.
+		return string(inner), true
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {

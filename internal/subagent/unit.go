@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/projcache"
@@ -52,25 +53,22 @@ func IdentityFromView(raw json.RawMessage) (*Identity, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, nil
 	}
-	if !json.Valid(raw) {
-		return nil, errors.New("subagent view is not JSON")
+	obj, err := flatObject(raw)
+	if err != nil {
+		return nil, fmt.Errorf("subagent view %w", err)
 	}
-	obj, ok := decodeObject(raw)
-	if !ok {
-		return nil, errors.New("subagent view must be an object or null")
-	}
-	if key, found := obj.firstUnknown(identityKeys); found {
+	if key, found := unknownKey(obj, identityKeys); found {
 		return nil, fmt.Errorf("subagent view has unknown field %q", key)
 	}
 	var id Identity
-	modeRaw, _ := obj.get("mode")
+	modeRaw := obj["mode"]
 	switch mode, _ := stringValue(modeRaw); Mode(mode) {
 	case ModeOneShot, ModeContinuable:
 		id.Mode = Mode(mode)
 	default:
 		return nil, errors.New(`subagent view mode must be "one-shot" or "continuable"`)
 	}
-	if labelRaw, present := obj.get("label"); present {
+	if labelRaw, present := obj["label"]; present {
 		label, ok := stringValue(labelRaw)
 		if !ok {
 			return nil, errors.New("subagent view label must be a string")
@@ -79,8 +77,7 @@ func IdentityFromView(raw json.RawMessage) (*Identity, error) {
 	} else if id.Mode == ModeContinuable {
 		return nil, errors.New("subagent view of a continuable child must have a label")
 	}
-	seqRaw, _ := obj.get("seq")
-	seq, ok := seqValue(seqRaw)
+	seq, ok := seqValue(obj["seq"])
 	if !ok {
 		return nil, errors.New("subagent view seq must be a non-negative integer")
 	}
@@ -98,8 +95,8 @@ func seqValue(raw json.RawMessage) (int64, bool) {
 	if kindOf(raw) != kindNumber {
 		return 0, false
 	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil {
+	f, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
+	if err != nil {
 		return 0, false
 	}
 	if f < 0 || f > maxSafeInteger || f != float64(int64(f)) {
@@ -149,17 +146,14 @@ func (identityUnit) Apply(state json.RawMessage, e session.Event) (json.RawMessa
 // View returns the identity or `null`. The state may come from a checkpoint
 // written by another process, so it is checked as strictly as a view.
 func (identityUnit) View(state json.RawMessage) (json.RawMessage, error) {
-	if !json.Valid(state) {
-		return nil, errors.New("subagent state is not JSON")
+	obj, err := flatObject(state)
+	if err != nil {
+		return nil, fmt.Errorf("subagent state %w", err)
 	}
-	obj, ok := decodeObject(state)
-	if !ok {
-		return nil, errors.New("subagent state must be an object")
-	}
-	if key, found := obj.firstUnknown(stateKeys); found {
+	if key, found := unknownKey(obj, stateKeys); found {
 		return nil, fmt.Errorf("subagent state has unknown field %q", key)
 	}
-	raw, present := obj.get("identity")
+	raw, present := obj["identity"]
 	if !present {
 		return json.RawMessage("null"), nil
 	}
@@ -174,3 +168,27 @@ func (identityUnit) View(state json.RawMessage) (json.RawMessage, error) {
 }
 
 var stateKeys = map[string]bool{"identity": true}
+
+// flatObject decodes a JSON object's members without their order: states
+// and views are dsh's own data, checked for validity, not reported on key by
+// key as a descriptor is, and this runs once per cached child in a listing.
+func flatObject(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	if kindOf(raw) != kindObject {
+		return nil, errors.New("must be an object")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("is not JSON: %w", err)
+	}
+	return obj, nil
+}
+
+// unknownKey returns some key of obj outside allowed.
+func unknownKey(obj map[string]json.RawMessage, allowed map[string]bool) (string, bool) {
+	for k := range obj {
+		if !allowed[k] {
+			return k, true
+		}
+	}
+	return "", false
+}
