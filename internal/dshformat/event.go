@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -20,7 +19,9 @@ const (
 )
 
 // eventFromMembers builds the logical event stored as a JSON object whose
-// seq the caller has already checked. DSH accepts such an object into the
+// seq the caller has already checked. It works on the members the scanner
+// has already parsed (session.Event.UnmarshalJSON would parse the line a
+// second time) and puts data and surfaceOp in JSON.stringify form. DSH accepts such an object into the
 // log and leaves the envelope checks to Session construction; values that a
 // session.Event cannot carry (a non-string type, a fractional time, an
 // ignorable that is not true …) would fail those checks, so they are
@@ -85,52 +86,4 @@ func decodeSeqList(raw []byte) ([]int64, error) {
 		seqs[i] = n
 	}
 	return seqs, nil
-}
-
-// appendEvent appends the JSON text DSH writes for a logical event: keys
-// type, seq, time, data, sourceEventSeqs?, surfaceOp?, ignorable? (only when
-// true). Data and SurfaceOp must be valid JSON; they are written in
-// JSON.stringify form.
-func appendEvent(dst []byte, e session.Event) ([]byte, error) {
-	data, canonical, err := parseValue(e.Data)
-	if err != nil {
-		return dst, fmt.Errorf("event %q (seq %d): data: %w", e.Type, e.Seq, err)
-	}
-	dst = append(dst, `{"type":`...)
-	dst = jsjson.AppendString(dst, e.Type)
-	dst = append(dst, `,"seq":`...)
-	dst = jsjson.AppendInt(dst, e.Seq)
-	dst = append(dst, `,"time":`...)
-	dst = jsjson.AppendInt(dst, e.Time)
-	dst = append(dst, `,"data":`...)
-	dst = appendValue(dst, data, canonical)
-	if e.HasSourceEventSeqs {
-		dst = append(dst, `,"sourceEventSeqs":[`...)
-		for i, s := range e.SourceEventSeqs {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsjson.AppendInt(dst, s)
-		}
-		dst = append(dst, ']')
-	}
-	if e.SurfaceOp != nil {
-		op, canonical, err := parseValue(e.SurfaceOp)
-		if err != nil {
-			return dst, fmt.Errorf("event %q (seq %d): surfaceOp: %w", e.Type, e.Seq, err)
-		}
-		dst = append(dst, `,"surfaceOp":`...)
-		dst = appendValue(dst, op, canonical)
-	}
-	if e.Ignorable {
-		dst = append(dst, `,"ignorable":true`...)
-	}
-	return append(dst, '}'), nil
-}
-
-func appendValue(dst, raw []byte, canonical bool) []byte {
-	if canonical {
-		return append(dst, raw...)
-	}
-	return appendCanonical(dst, raw)
 }

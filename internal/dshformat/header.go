@@ -11,7 +11,9 @@ import (
 // errNotHeader is DSH's "first line is not a session header" corruption.
 var errNotHeader = errors.New("first line is not a session header")
 
-// decodeHeader decodes a JSONL header line by DSH's read rules (§2.2):
+// decodeHeader decodes a JSONL header line by DSH's read rules (§2.2)
+// (session.ParseHeaderJSON has no way to return the listable header of a
+// refused version, which discovery needs):
 // a numeric version other than 0 is refused before any shape check, then
 // the shape is checked, then retired policy fields are rejected; unknown
 // keys are dropped. A refused header is still returned, with listable set,
@@ -131,38 +133,4 @@ func headerShape(members []jsonMember) (session.Header, error) {
 		h.SeedLength = &n
 	}
 	return h, nil
-}
-
-// appendHeaderLine appends DSH's JSONL header line (without "\n"): keys in
-// DSH's order, absent optionals omitted, delegationDepth always written.
-func appendHeaderLine(dst []byte, h session.Header) []byte {
-	dst = append(dst, `{"type":"session","version":`...)
-	dst = jsjson.AppendInt(dst, h.Version)
-	dst = append(dst, `,"id":`...)
-	dst = jsjson.AppendString(dst, h.ID)
-	dst = append(dst, `,"createdAt":`...)
-	dst = jsjson.AppendInt(dst, h.CreatedAt)
-	if h.Cwd != nil {
-		dst = append(dst, `,"cwd":`...)
-		dst = jsjson.AppendString(dst, *h.Cwd)
-	}
-	if h.ParentSession != nil {
-		dst = append(dst, `,"parentSession":`...)
-		dst = jsjson.AppendString(dst, *h.ParentSession)
-	}
-	if h.SeedLength != nil {
-		dst = append(dst, `,"seedLength":`...)
-		dst = jsjson.AppendInt(dst, *h.SeedLength)
-	}
-	if h.Origin != nil {
-		dst = append(dst, `,"origin":`...)
-		dst = jsjson.AppendString(dst, *h.Origin)
-	}
-	dst = append(dst, `,"delegationDepth":`...)
-	dst = jsjson.AppendInt(dst, h.Depth())
-	if h.AgentPreset != nil {
-		dst = append(dst, `,"agentPreset":`...)
-		dst = jsjson.AppendString(dst, *h.AgentPreset)
-	}
-	return append(dst, '}')
 }

@@ -64,7 +64,7 @@ func WriteJSONL(ctx context.Context, dir string, h session.Header, events []sess
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	header := append(appendHeaderLine(nil, h), '\n')
+	header := append(h.MarshalJSONL(), '\n')
 	name := "session" + suffixPlain
 	content := append(header, body...)
 	if opts.Compression == CompressionZstd {
@@ -97,11 +97,11 @@ func encodeBatch(events []session.Event, pack bool) ([]byte, error) {
 	}
 	var out []byte
 	scalar := func(e session.Event) error {
-		var err error
-		if out, err = appendEvent(out, e); err != nil {
+		line, err := e.MarshalJSON()
+		if err != nil {
 			return err
 		}
-		out = append(out, '\n')
+		out = append(append(out, line...), '\n')
 		return nil
 	}
 	if !pack {
