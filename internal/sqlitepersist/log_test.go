@@ -391,8 +391,12 @@ func TestDamageBeforeLastTurnEndIsCorruption(t *testing.T) {
 	damaged := int64(3) // assistant/message of turn one
 	for name, damage := range map[string]func(t *testing.T, s *Store){
 		"undecodable data": func(t *testing.T, s *Store) { truncateRowData(t, s, "s", damaged) },
-		"seq gap":          func(t *testing.T, s *Store) { mustExec(t, s, "DELETE FROM events WHERE session_id = 's' AND seq = ?", damaged-1) },
-		"bad source seqs":  func(t *testing.T, s *Store) { mustExec(t, s, `UPDATE events SET source_event_seqs = '[1,' WHERE session_id = 's' AND seq = ?`, damaged) },
+		"seq gap": func(t *testing.T, s *Store) {
+			mustExec(t, s, "DELETE FROM events WHERE session_id = 's' AND seq = ?", damaged-1)
+		},
+		"bad source seqs": func(t *testing.T, s *Store) {
+			mustExec(t, s, `UPDATE events SET source_event_seqs = '[1,' WHERE session_id = 's' AND seq = ?`, damaged)
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, _ := openStore(t)
