@@ -7,6 +7,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -17,7 +18,7 @@ const benchChildren = 10_000
 func benchCache(b *testing.B) (*projcache.Cache, []session.Header) {
 	b.Helper()
 	ctx := context.Background()
-	db, _ := openDB(b)
+	st, db := openDB(b)
 	reg := projcache.NewRegistry()
 	if err := subagent.RegisterUnit(reg); err != nil {
 		b.Fatal(err)
@@ -28,20 +29,20 @@ func benchCache(b *testing.B) (*projcache.Cache, []session.Header) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
 	headers := make([]session.Header, benchChildren)
-	for i := range headers {
-		h := childHeader(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i))
-		h.SeedLength = nil
-		headers[i] = h
-		if err := projcache.NewCache(tx, reg).Put(ctx, h, 0, cp); err != nil {
-			b.Fatal(err)
+	err = st.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+		c := projcache.NewCache(tx.Querier(), reg)
+		for i := range headers {
+			h := childHeader(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i))
+			h.SeedLength = nil
+			headers[i] = h
+			if err := c.Put(ctx, h, 0, cp); err != nil {
+				return err
+			}
 		}
-	}
-	if err := tx.Commit(); err != nil {
+		return nil
+	})
+	if err != nil {
 		b.Fatal(err)
 	}
 	return projcache.NewCache(db, reg), headers

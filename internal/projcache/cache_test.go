@@ -3,8 +3,8 @@ package projcache_test
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,31 +12,21 @@ import (
 	"strings"
 	"testing"
 
-	_ "modernc.org/sqlite"
-
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/migrations"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
-// openDB opens a real SQLite file in a temp dir holding the cache table of
-// migration 0002.
-func openDB(t testing.TB) (*sql.DB, string) {
+// openDB opens a real dsh store (all migrations, 0002 included) in a temp
+// dir and returns it with the Querier the cache works through.
+func openDB(t testing.TB) (*sqlitepersist.Store, sqlitepersist.Querier) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "dsh.db")
-	db, err := sql.Open("sqlite", path)
+	st, err := sqlitepersist.Open(context.Background(), filepath.Join(t.TempDir(), "dsh.db"), sqlitepersist.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	ddl, err := migrations.FS.ReadFile("0002_projcache.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(string(ddl)); err != nil {
-		t.Fatal(err)
-	}
-	return db, path
+	t.Cleanup(func() { st.Close() })
+	return st, st.Querier()
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -85,7 +75,7 @@ func folded(t *testing.T, reg *projcache.Registry, log []session.Event) (projcac
 
 func TestLookupHit(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t)
+	_, db := openDB(t)
 	reg := registry(t, countUnit{ver: 1})
 	c := projcache.NewCache(db, reg)
 	h := childHeader("c1")
@@ -115,7 +105,7 @@ func TestLookupHit(t *testing.T) {
 // another lifecycle's.
 func TestLookupForeign(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t)
+	_, db := openDB(t)
 	reg := registry(t)
 	c := projcache.NewCache(db, reg)
 	stored := childHeader("c1")
@@ -175,7 +165,7 @@ func TestLookupForeign(t *testing.T) {
 // rest of the record still serves.
 func TestLookupStateVersion(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t)
+	_, db := openDB(t)
 	h := childHeader("c1")
 	old := registry(t, countUnit{ver: 1})
 	cp, asOf := folded(t, old, events(descA, "turn/end"))
@@ -198,7 +188,7 @@ func TestLookupStateVersion(t *testing.T) {
 // error or a panic.
 func TestLookupPoisoned(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t)
+	_, db := openDB(t)
 	reg := registry(t)
 	c := projcache.NewCache(db, reg)
 	h := childHeader("c1")
@@ -212,7 +202,7 @@ func TestLookupPoisoned(t *testing.T) {
 		if err := c.Put(ctx, h, asOf, cp); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.Exec(`UPDATE projection_checkpoints SET rows = ? WHERE session_id = ?`, bad, h.ID); err != nil {
+		if _, err := db.ExecContext(ctx, `UPDATE projection_checkpoints SET rows = ? WHERE session_id = ?`, bad, h.ID); err != nil {
 			t.Fatal(err)
 		}
 		l, err := c.Lookup(ctx, h)
@@ -224,7 +214,7 @@ func TestLookupPoisoned(t *testing.T) {
 
 func TestPutReplacesWholeRecord(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t)
+	_, db := openDB(t)
 	reg := registry(t, countUnit{ver: 1})
 	c := projcache.NewCache(db, reg)
 	h := childHeader("c1")
@@ -243,7 +233,7 @@ func TestPutReplacesWholeRecord(t *testing.T) {
 	}
 	var n int
 	var rows string
-	if err := db.QueryRow(`SELECT count(*), max(rows) FROM projection_checkpoints`).Scan(&n, &rows); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT count(*), max(rows) FROM projection_checkpoints`).Scan(&n, &rows); err != nil {
 		t.Fatal(err)
 	}
 	if n != 1 || strings.Contains(rows, "count") {
@@ -262,7 +252,7 @@ func TestPutReplacesWholeRecord(t *testing.T) {
 // the watermark, or a state that is not JSON, is never written.
 func TestPutRefuses(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t)
+	_, db := openDB(t)
 	c := projcache.NewCache(db, registry(t))
 	h := childHeader("c1")
 	for name, cp := range map[string]projcache.Checkpoint{
@@ -281,7 +271,7 @@ func TestPutRefuses(t *testing.T) {
 
 func TestLookupMany(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t)
+	_, db := openDB(t)
 	reg := registry(t)
 	c := projcache.NewCache(db, reg)
 	var headers []session.Header
@@ -297,7 +287,7 @@ func TestLookupMany(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.Exec(`UPDATE projection_checkpoints SET rows = 'x' WHERE session_id = 'child-2'`); err != nil {
+	if _, err := db.ExecContext(ctx, `UPDATE projection_checkpoints SET rows = 'x' WHERE session_id = 'child-2'`); err != nil {
 		t.Fatal(err)
 	}
 	headers[3].CreatedAt++ // another lifecycle than the record's
@@ -330,7 +320,7 @@ func TestLookupMany(t *testing.T) {
 
 func TestDeleteClearIDs(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t)
+	_, db := openDB(t)
 	reg := registry(t)
 	c := projcache.NewCache(db, reg)
 	cp, asOf := folded(t, reg, events(descA))
@@ -353,59 +343,116 @@ func TestDeleteClearIDs(t *testing.T) {
 	}
 }
 
-// maintenanceCorpus stores four sessions with good records, then damages
-// the cache by hand: c-bad holds a wrong identity, c-stale an old count
-// version, c-poison garbage, c-foreign another lifecycle; c-orphan's session
-// is gone, c-lag is behind its log (fine).
-func maintenanceCorpus(t *testing.T) (*sql.DB, string, *projcache.Cache, memStore) {
+// maintenance is a store holding sessions and a cache with good records,
+// damaged by hand: c-bad holds a wrong identity, c-stale an old count
+// version, c-poison garbage, c-foreign a record of another lifecycle;
+// c-orphan has a record but no session; c-lag's record is behind its log
+// (which is fine).
+type maintenance struct {
+	store   *sqlitepersist.Store
+	path    string
+	headers map[string]session.Header
+}
+
+var maintenanceIDs = []string{"c-ok", "c-bad", "c-stale", "c-poison", "c-foreign", "c-orphan", "c-lag"}
+
+func maintenanceCorpus(t *testing.T) maintenance {
 	t.Helper()
 	ctx := context.Background()
-	db, path := openDB(t)
+	st, db := openDB(t)
 	reg := registry(t, countUnit{ver: 1})
 	c := projcache.NewCache(db, reg)
-	store := memStore{}
-	for _, id := range []string{"c-ok", "c-bad", "c-stale", "c-poison", "c-foreign", "c-orphan", "c-lag"} {
+	m := maintenance{store: st, path: st.Path(), headers: map[string]session.Header{}}
+	for _, id := range maintenanceIDs {
 		h := childHeader(id)
-		log := events("turn/start", descA, "turn/end")
-		store[id] = storedLog{h, log}
+		log := events("turn/start="+`{"turn":1}`, descA, "turn/end="+`{"turn":1,"reason":{"kind":"completed"}}`)
+		if id != "c-orphan" {
+			if err := st.CreateSession(ctx, h, log); err != nil {
+				t.Fatal(err)
+			}
+			m.headers[id] = h
+		}
 		if id == "c-lag" {
 			log = log[:2]
+		}
+		if id == "c-foreign" {
+			h.CreatedAt++
 		}
 		cp, asOf := folded(t, reg, log)
 		if err := c.Put(ctx, h, asOf, cp); err != nil {
 			t.Fatal(err)
 		}
 	}
-	delete(store, "c-orphan")
-	foreign := store["c-foreign"]
-	foreign.h.CreatedAt++
-	store["c-foreign"] = foreign
 	for id, rows := range map[string]string{
 		"c-bad":    `{"count":{"ver":1,"seq":2,"val":3},"subagent":{"ver":2,"seq":2,"val":{"identity":{"mode":"one-shot","label":"forged","seq":1}}}}`,
 		"c-stale":  `{"count":{"ver":0,"seq":2,"val":3},"subagent":{"ver":2,"seq":2,"val":{"identity":{"mode":"continuable","label":"a","seq":1}}}}`,
 		"c-poison": `{"subagent":{"ver":2,`,
 	} {
-		if _, err := db.Exec(`UPDATE projection_checkpoints SET rows = ? WHERE session_id = ?`, rows, id); err != nil {
+		if _, err := db.ExecContext(ctx, `UPDATE projection_checkpoints SET rows = ? WHERE session_id = ?`, rows, id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return db, path, c, store
+	return m
 }
 
-func fileHash(t *testing.T, path string) [32]byte {
+// cache opens the cache of a store with the maintenance units registered.
+func (m maintenance) cache(t *testing.T, st *sqlitepersist.Store) *projcache.Cache {
+	return projcache.NewCache(st.Querier(), registry(t, countUnit{ver: 1}))
+}
+
+// storeReader is the adapter a caller writes: the store's full read, with
+// its not-found error translated for the cache.
+func storeReader(st *sqlitepersist.Store) projcache.ReadFunc {
+	return func(ctx context.Context, id string) (session.Header, []session.Event, error) {
+		ins, err := st.Inspect(ctx, id)
+		if errors.Is(err, sqlitepersist.ErrNotFound) {
+			return session.Header{}, nil, fmt.Errorf("%w: %w", projcache.ErrSessionGone, err)
+		}
+		if err != nil {
+			return session.Header{}, nil, err
+		}
+		return ins.Header, ins.Events, nil
+	}
+}
+
+func storeHeaders(st *sqlitepersist.Store) projcache.HeaderFunc {
+	return func(ctx context.Context, id string) (session.Header, error) {
+		h, err := st.Header(ctx, id)
+		if errors.Is(err, sqlitepersist.ErrNotFound) {
+			return session.Header{}, fmt.Errorf("%w: %w", projcache.ErrSessionGone, err)
+		}
+		return h, err
+	}
+}
+
+// fileHashes hashes the database file and its write-ahead log.
+func fileHashes(t *testing.T, path string) [2][32]byte {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	var out [2][32]byte
+	for i, p := range []string{path, path + "-wal"} {
+		b, err := os.ReadFile(p)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		out[i] = sha256.Sum256(b)
+	}
+	return out
+}
+
+// TestVerify finds every hand-made problem, through a read-only store, and
+// leaves the file unchanged (as do Stats and lookups).
+func TestVerify(t *testing.T) {
+	ctx := context.Background()
+	m := maintenanceCorpus(t)
+	m.store.Close()
+	before := fileHashes(t, m.path)
+	ro, err := sqlitepersist.OpenReadOnly(ctx, m.path, sqlitepersist.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sha256.Sum256(b)
-}
-
-func TestVerify(t *testing.T) {
-	ctx := context.Background()
-	_, path, c, store := maintenanceCorpus(t)
-	before := fileHash(t, path)
-	rep, err := c.Verify(ctx, store.read, nil)
+	defer ro.Close()
+	c := m.cache(t, ro)
+	rep, err := c.Verify(ctx, storeReader(ro), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,46 +466,56 @@ func TestVerify(t *testing.T) {
 	want := []string{
 		"c-bad: subagent mismatch: state at seq 2 differs from a refold of the log",
 		"c-foreign: foreign: witness field createdAt differs from the stored header",
-		"c-orphan: orphan: read c-orphan: session is not in the store",
+		"c-orphan: orphan: session is not in the store",
 		"c-poison: poisoned: rows do not decode: unexpected end of JSON input",
 		"c-stale: count stale: state version 0, registered 1",
 	}
-	if !reflect.DeepEqual(got, want) {
+	if len(got) != len(want) {
 		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	one, err := c.Verify(ctx, store.read, []string{"c-ok", "c-missing"})
+	for i := range want {
+		// The orphan's reason goes on with the store's own not-found text.
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("finding %d: %s, want %s", i, got[i], want[i])
+		}
+	}
+	one, err := c.Verify(ctx, storeReader(ro), []string{"c-ok", "c-missing"})
 	if err != nil || one.Checked != 1 || len(one.Findings) != 0 || !reflect.DeepEqual(one.NoRecord, []string{"c-missing"}) {
 		t.Fatalf("selected ids: %+v %v", one, err)
 	}
-	if _, err := c.Stats(ctx, store.header); err != nil {
+	if _, err := c.Stats(ctx, storeHeaders(ro)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.LookupMany(ctx, []session.Header{childHeader("c-ok")}); err != nil {
+	if _, err := c.LookupMany(ctx, []session.Header{m.headers["c-ok"]}); err != nil {
 		t.Fatal(err)
 	}
-	if fileHash(t, path) != before {
-		t.Fatal("a read-only operation changed the database file")
+	ro.Close()
+	if fileHashes(t, m.path) != before {
+		t.Fatal("a read-only operation changed the database")
 	}
 }
 
-// TestVerifyAhead: a record claiming events the log no longer has (a log cut
-// back by a repair, say) is reported.
+// TestVerifyAhead: a record claiming events the log does not have is
+// reported.
 func TestVerifyAhead(t *testing.T) {
 	ctx := context.Background()
-	_, _, c, store := maintenanceCorpus(t)
-	ok := store["c-ok"]
-	ok.events = ok.events[:1]
-	store["c-ok"] = ok
-	rep, err := c.Verify(ctx, store.read, []string{"c-ok"})
-	if err != nil || len(rep.Findings) != 1 || rep.Findings[0].Kind != projcache.KindAhead {
+	m := maintenanceCorpus(t)
+	c := m.cache(t, m.store)
+	ahead := projcache.Checkpoint{"subagent": {Ver: 2, Seq: 9, Val: json.RawMessage(`{}`)}}
+	if err := c.Put(ctx, m.headers["c-ok"], 9, ahead); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.Verify(ctx, storeReader(m.store), []string{"c-ok"})
+	if err != nil || len(rep.Findings) != 1 || rep.Findings[0].String() != "c-ok: ahead: watermark 9 is beyond the log's last seq 2" {
 		t.Fatalf("%+v %v", rep, err)
 	}
 }
 
 func TestStats(t *testing.T) {
 	ctx := context.Background()
-	_, _, c, store := maintenanceCorpus(t)
-	st, err := c.Stats(ctx, store.header)
+	m := maintenanceCorpus(t)
+	c := m.cache(t, m.store)
+	st, err := c.Stats(ctx, storeHeaders(m.store))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,9 +538,10 @@ func TestStats(t *testing.T) {
 
 func TestRebuild(t *testing.T) {
 	ctx := context.Background()
-	_, _, c, store := maintenanceCorpus(t)
+	m := maintenanceCorpus(t)
+	c := m.cache(t, m.store)
 	var calls []int
-	rep, err := c.Rebuild(ctx, store.read, nil, func(done, total int) {
+	rep, err := c.Rebuild(ctx, storeReader(m.store), nil, func(done, total int) {
 		if total != 7 {
 			t.Errorf("total %d", total)
 		}
@@ -498,13 +556,13 @@ func TestRebuild(t *testing.T) {
 	if !reflect.DeepEqual(calls, []int{1, 2, 3, 4, 5, 6, 7}) {
 		t.Fatalf("progress %v", calls)
 	}
-	after, err := c.Verify(ctx, store.read, nil)
+	after, err := c.Verify(ctx, storeReader(m.store), nil)
 	if err != nil || after.Checked != 6 || len(after.Findings) != 0 {
 		t.Fatalf("verify after rebuild: %+v %v", after, err)
 	}
-	for id, s := range store {
-		l, err := c.Lookup(ctx, s.h)
-		if err != nil || l.Status != projcache.Hit || l.AsOfSeq != 2 || string(l.Values["subagent"]) != `{"mode":"continuable","label":"a","seq":1}` {
+	for id, h := range m.headers {
+		l, err := c.Lookup(ctx, h)
+		if err != nil || l.Status != projcache.Hit || l.AsOfSeq != 2 || string(l.Values["subagent"]) != `{"mode":"continuable","label":"a","seq":1}` || string(l.Values["count"]) != "3" {
 			t.Errorf("%s after rebuild: %+v %v", id, l, err)
 		}
 	}
@@ -514,7 +572,7 @@ func TestRebuild(t *testing.T) {
 // the record keeps every other unit's row, so a reader refolds that unit.
 func TestRebuildUnitFailure(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t)
+	_, db := openDB(t)
 	c := projcache.NewCache(db, registry(t, trapUnit{}))
 	h := childHeader("c1")
 	store := memStore{"c1": {h, events(descA, "x/fail")}}
@@ -533,7 +591,7 @@ func TestRebuildUnitFailure(t *testing.T) {
 
 func TestRebuildUnreadableLogRemovesRecord(t *testing.T) {
 	ctx := context.Background()
-	db, _ := openDB(t)
+	_, db := openDB(t)
 	reg := registry(t)
 	c := projcache.NewCache(db, reg)
 	h := childHeader("c1")
