@@ -142,7 +142,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			}
 			out.Time, haveTime = n, true
 		case "data":
-			out.Data = json.RawMessage(m.val)
+			out.Data = json.RawMessage(slices.Clip(m.val))
 		case "sourceEventSeqs":
 			seqs, err := decodeSourceSeqs(m.val)
 			if err != nil {
@@ -150,7 +150,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			}
 			out.SourceEventSeqs, out.HasSourceEventSeqs = seqs, true
 		case "surfaceOp":
-			out.SurfaceOp = json.RawMessage(m.val)
+			out.SurfaceOp = json.RawMessage(slices.Clip(m.val))
 		case "ignorable":
 			if !isTrue(m.val) {
 				return fmt.Errorf(`event "ignorable" is %s; it must be exactly true when present`, m.val)

@@ -64,7 +64,8 @@ func ValidateHeader(h Header) error {
 // Validator checks a session log one event at a time, exactly as DSH does
 // when it restores a session, and keeps only the fold state the next event
 // needs (the expected seq and the surface), so an append batch is checked in
-// O(batch) once the state is restored.
+// O(batch) once the state is restored. A Validator is not safe for
+// concurrent use.
 type Validator struct {
 	id          string
 	next        int64
