@@ -142,8 +142,8 @@ func TestFoldIncremental(t *testing.T) {
 		t.Fatalf("incremental %v, restore %v", got, want)
 	}
 	cp, err := f.Checkpoint()
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || f.Err() != nil {
+		t.Fatal(err, f.Err())
 	}
 	wantCP := projcache.Checkpoint{
 		"subagent": {Ver: 2, Seq: 4, Val: json.RawMessage(`{"identity":{"mode":"continuable","label":"a","seq":2}}`)},
@@ -163,6 +163,11 @@ func TestUnitFailures(t *testing.T) {
 	} {
 		t.Run(c.typ, func(t *testing.T) {
 			reg := registry(t, trapUnit{}, countUnit{ver: 1})
+			f := reg.NewFold()
+			f.Apply(events("turn/start", c.typ)...)
+			if f.Err() == nil {
+				t.Fatal("a live fold does not report the failure")
+			}
 			snap, err := reg.Restore(events("turn/start", c.typ, descA))
 			var ue *projcache.UnitError
 			if !errors.As(err, &ue) || ue.Key != "trap" || !strings.Contains(ue.Error(), c.msg) {
