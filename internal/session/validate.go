@@ -29,9 +29,6 @@ var knownTypes = map[string]bool{
 	"web/deepseek-search-llm-request": true,
 }
 
-// IsKnownType reports whether DSH 0.1.0-rc.8 knows the event type.
-func IsKnownType(t string) bool { return knownTypes[t] }
-
 // ValidateHeader applies DSH's header restore validation: version 0 (any
 // other version is a format refusal), a non-empty id, createdAt a
 // non-negative safe integer, cwd absolute, seedLength and delegationDepth

@@ -450,3 +450,14 @@ func TestValidateHeaderRules(t *testing.T) {
 		})
 	}
 }
+
+func TestKnownTypesIsDSHsGeneratedList(t *testing.T) {
+	if len(knownTypes) != 48 {
+		t.Fatalf("%d known types, DSH 0.1.0-rc.8 lists 48", len(knownTypes))
+	}
+	for _, legacy := range []string{"steering/message", "request/header-delta", "mode/set", "text-chunks"} {
+		if knownTypes[legacy] {
+			t.Errorf("%s must not be a known type", legacy)
+		}
+	}
+}
