@@ -37,7 +37,6 @@ const (
 	RuleHeaderSeedLength      = "header-seed-length"
 	RuleHeaderOrigin          = "header-origin"
 	RuleHeaderDelegationDepth = "header-delegation-depth"
-	RuleHeaderAgentPreset     = "header-agent-preset"
 
 	RuleEnvelopeKeys = "envelope-keys"
 	RuleEnvelopeSeq  = "envelope-seq"
