@@ -120,7 +120,10 @@ func RegisterUnit(reg *projcache.Registry) error { return reg.Register(identityU
 // own-suffix check: it never sees the header (callers apply OwnSuffix).
 type identityUnit struct{}
 
-var emptyState = json.RawMessage(`{}`)
+var (
+	emptyState     = json.RawMessage(`{}`)
+	identityPrefix = []byte(`{"identity":`)
+)
 
 func (identityUnit) Key() string           { return UnitKey }
 func (identityUnit) StateVersion() int     { return UnitStateVersion }
@@ -138,7 +141,7 @@ func (identityUnit) Apply(state json.RawMessage, e session.Event) (json.RawMessa
 		return emptyState, nil
 	}
 	id := Identity{Mode: d.Mode, Label: d.Label, Seq: e.Seq}
-	b := append([]byte(nil), `{"identity":`...)
+	b := append([]byte(nil), identityPrefix...)
 	b = id.appendJSON(b)
 	return append(b, '}'), nil
 }
@@ -146,6 +149,16 @@ func (identityUnit) Apply(state json.RawMessage, e session.Event) (json.RawMessa
 // View returns the identity or `null`. The state may come from a checkpoint
 // written by another process, so it is checked as strictly as a view.
 func (identityUnit) View(state json.RawMessage) (json.RawMessage, error) {
+	// Fast paths for the exact shapes Apply writes; anything else takes
+	// the general path below.
+	if bytes.Equal(state, emptyState) {
+		return json.RawMessage("null"), nil
+	}
+	if inner, ok := bytes.CutPrefix(state, identityPrefix); ok && bytes.HasSuffix(inner, []byte("}")) {
+		if id, err := IdentityFromView(inner[:len(inner)-1]); err == nil && id != nil {
+			return id.appendJSON(nil), nil
+		}
+	}
 	obj, err := flatObject(state)
 	if err != nil {
 		return nil, fmt.Errorf("subagent state %w", err)

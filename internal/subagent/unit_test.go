@@ -157,6 +157,34 @@ func TestUnitViewSurvivesJSON(t *testing.T) {
 	}
 }
 
+// TestUnitView: View accepts exactly the states the unit can hold, however
+// they are spelled (a checkpoint may come from another writer), and renders
+// DSH's view.
+func TestUnitView(t *testing.T) {
+	u := identityUnit{}
+	ok := map[string]string{
+		`{}`:    `null`,
+		` { } `: `null`,
+		`{"identity":{"mode":"one-shot","seq":3}}`:                              `{"mode":"one-shot","seq":3}`,
+		`{ "identity" : { "seq" : 3, "label" : "l", "mode" : "continuable" } }`: `{"mode":"continuable","label":"l","seq":3}`,
+		`{"identity":{"mode":"continuable","label":"a\u003cb","seq":0}}`:        `{"mode":"continuable","label":"a<b","seq":0}`,
+	}
+	for state, want := range ok {
+		got, err := u.View(json.RawMessage(state))
+		if err != nil || string(got) != want {
+			t.Errorf("%s: %s, %v; want %s", state, got, err, want)
+		}
+	}
+	for _, state := range []string{
+		`null`, `[]`, `{"identity":null}`, `{"identity":{"mode":"one-shot","seq":3},"x":1}`,
+		`{"identity":{"mode":"one-shot","seq":3}}}`, `{"identity":{"mode":"continuable","seq":3}}`, `{"identity":`,
+	} {
+		if got, err := u.View(json.RawMessage(state)); err == nil {
+			t.Errorf("%s: view %s, want an error", state, got)
+		}
+	}
+}
+
 func TestIdentityFromView(t *testing.T) {
 	label := "l"
 	ok := []struct {
