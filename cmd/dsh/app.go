@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,6 +98,7 @@ resumes, lists and diagnoses subagent children the way DSH does, offline.
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	root.SuggestionsMinimumDistance = suggestionDistance
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &dsherr.Error{Code: dsherr.Usage, Msg: err.Error(), Err: err}
 	})
@@ -149,10 +151,16 @@ func newGroupCmd(use, short, long string, children ...*cobra.Command) *cobra.Com
 		Long:  long + "\n\n" + exitStatusHelp(),
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupRunE,
+
+		SuggestionsMinimumDistance: suggestionDistance,
 	}
 	c.AddCommand(children...)
 	return c
 }
+
+// suggestionDistance is how many edits away a mistyped command may be for
+// dsh to suggest the real one.
+const suggestionDistance = 2
 
 func groupRunE(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
@@ -160,9 +168,17 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 	}
 	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+		msg += " (did you mean " + strings.Join(quoteAll(s), " or ") + "?)"
 	}
 	return dsherr.New(dsherr.Usage, "%s", msg)
+}
+
+func quoteAll(ss []string) []string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = strconv.Quote(s)
+	}
+	return q
 }
 
 // exactArgs requires exactly the named positional arguments.
@@ -177,4 +193,17 @@ func exactArgs(names ...string) cobra.PositionalArgs {
 		}
 		return dsherr.New(dsherr.Usage, "%s: want %s, got %d argument(s)", cmd.CommandPath(), want, len(args))
 	}
+}
+
+// refuseEmptyFlags rejects string flags given explicitly as "": for these
+// flags an empty value means "use the default", which the user did not ask
+// for by typing the flag.
+func refuseEmptyFlags(cmd *cobra.Command, names ...string) error {
+	for _, name := range names {
+		f := cmd.Flags().Lookup(name)
+		if f.Changed && f.Value.String() == "" {
+			return dsherr.New(dsherr.InvalidInput, "--%s: empty value", name)
+		}
+	}
+	return nil
 }

@@ -251,7 +251,7 @@ func (t pathTarget) set(raw any) error {
 		return fmt.Errorf("want a path, got %v", raw)
 	}
 	if s == "" {
-		return errors.New("no path: set --db, DSH_DB or db in the config file (no home directory to default to)")
+		return errors.New("no database path (set --db, DSH_DB or db in the config file)")
 	}
 	if rest, ok := strings.CutPrefix(s, "~/"); ok {
 		home, err := os.UserHomeDir()

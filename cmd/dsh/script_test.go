@@ -75,6 +75,7 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
 			env.Setenv(testNowEnv, "1789000000000")
+			env.Setenv("DSH_DB", filepath.Join(env.WorkDir, "dsh.db"))
 			env.Setenv("FIXTURES", fixtures)
 			return nil
 		},

@@ -23,7 +23,7 @@ func newSessionForkCmd(a *app) *cobra.Command {
 		Long: `Create an ordinary (non-subagent) fork of session ID, the way DSH forks a
 session: the child's log starts with the parent's events up to and including
 its last turn/end (none if no turn has ended), followed by a session/end-seed
-marker unless the copied prefix already ends with one. The child header
+marker. The child header
 records the parent, the exact number of copied events (seedLength, 0 for an
 empty prefix), and the parent's cwd and agent preset; it has no origin. The
 parent is read, never repaired or changed.
@@ -32,6 +32,9 @@ parent is read, never repaired or changed.
 		Example: "  dsh session fork my-session\n  dsh session fork my-session --id my-session-retry",
 		Args:    exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := refuseEmptyFlags(cmd, "id"); err != nil {
+				return err
+			}
 			return runSessionFork(cmd.Context(), a, args[0], opts)
 		},
 	}
@@ -71,8 +74,8 @@ func runSessionFork(ctx context.Context, a *app, parentID string, opts sessionFo
 
 // forkOf builds an ordinary fork of a parent with the given header and
 // stored events (storage-formats §1.6): the seed is the parent's prefix up to
-// its last turn/end, then a session/end-seed unless the seed already ends
-// with one; seedLength is the number of copied events.
+// its last turn/end, then a session/end-seed; seedLength is the number of
+// copied events.
 func forkOf(parent session.Header, events []session.Event, id string, nowMillis int64) (session.Header, []session.Event) {
 	prefix := session.ForkPrefix(events)
 	seedLength := int64(len(prefix))
@@ -85,15 +88,16 @@ func forkOf(parent session.Header, events []session.Event, id string, nowMillis 
 		SeedLength:    &seedLength,
 		AgentPreset:   parent.AgentPreset,
 	}
+	// DSH appends the end-seed marker unless the seed already ends with
+	// one; a fork prefix ends with a turn/end (or is empty), so here the
+	// marker is always added.
 	seed := make([]session.Event, len(prefix), len(prefix)+1)
 	copy(seed, prefix)
-	if len(seed) == 0 || seed[len(seed)-1].Type != session.TypeEndSeed {
-		seed = append(seed, session.Event{
-			Type: session.TypeEndSeed,
-			Seq:  seedLength,
-			Time: nowMillis,
-			Data: json.RawMessage(`{}`),
-		})
-	}
+	seed = append(seed, session.Event{
+		Type: session.TypeEndSeed,
+		Seq:  seedLength,
+		Time: nowMillis,
+		Data: json.RawMessage(`{}`),
+	})
 	return child, seed
 }

@@ -33,6 +33,9 @@ UUID unless --id names one.
 		Example: "  dsh session new\n  dsh session new --cwd ~/src/app --preset coder --id my-session",
 		Args:    exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseEmptyFlags(cmd, "id", "cwd", "preset"); err != nil {
+				return err
+			}
 			return runSessionNew(cmd.Context(), a, opts)
 		},
 	}

@@ -13,10 +13,17 @@ import (
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
-// sessionView is what `dsh session show` reports: the header and a summary
-// of the stored log as a read-only inspection sees it.
+// sessionView is what `dsh session show` reports: the header and either a
+// summary of the stored log, as a read-only inspection sees it, or why the
+// log could not be read.
 type sessionView struct {
-	Header headerJSON `json:"header"`
+	Header headerJSON  `json:"header"`
+	Log    *logSummary `json:"log,omitempty"`
+	// Invalid is set instead of Log when the log fails DSH's validation.
+	Invalid *invalidView `json:"invalid,omitempty"`
+}
+
+type logSummary struct {
 	// Events counts the valid stored prefix (a torn tail is not counted).
 	Events   int       `json:"events"`
 	Turns    int       `json:"turns"`
@@ -25,9 +32,6 @@ type sessionView struct {
 	// TornTail is set when the stored log ends in a torn write that the
 	// next resume would drop.
 	TornTail *tornTailView `json:"tornTail,omitempty"`
-	// Invalid is set when the log fails DSH's validation; the counts are
-	// then zero because no valid log could be read.
-	Invalid *invalidView `json:"invalid,omitempty"`
 }
 
 type eventRef struct {
@@ -105,19 +109,14 @@ func describeSession(ctx context.Context, view *sqlitepersist.Store, id string) 
 		return sessionView{}, err
 	}
 	sum := session.Summarize(ins.Events)
-	v := sessionView{
-		Header:   newHeaderJSON(ins.Header),
-		Events:   len(ins.Events),
-		Turns:    sum.Turns,
-		OpenTurn: sum.OpenTurn,
-	}
+	log := &logSummary{Events: len(ins.Events), Turns: sum.Turns, OpenTurn: sum.OpenTurn}
 	if len(ins.Events) > 0 {
-		v.Last = &eventRef{Seq: sum.LastSeq, Type: sum.LastType}
+		log.Last = &eventRef{Seq: sum.LastSeq, Type: sum.LastType}
 	}
 	if ins.Torn != nil {
-		v.TornTail = &tornTailView{FromSeq: ins.Torn.FromSeq, Reason: ins.Torn.Reason}
+		log.TornTail = &tornTailView{FromSeq: ins.Torn.FromSeq, Reason: ins.Torn.Reason}
 	}
-	return v, nil
+	return sessionView{Header: newHeaderJSON(ins.Header), Log: log}, nil
 }
 
 // fields is the human form of the view: every header field (absent ones as
@@ -148,22 +147,23 @@ func (v sessionView) fields() []render.Field {
 		}
 		return append(fs, render.Field{Name: "invalid", Value: fmt.Sprintf("%s: %s: %s", where, v.Invalid.Rule, v.Invalid.Message)})
 	}
+	log := v.Log
 	last := "-"
-	if v.Last != nil {
-		last = fmt.Sprintf("%d %s", v.Last.Seq, v.Last.Type)
+	if log.Last != nil {
+		last = fmt.Sprintf("%d %s", log.Last.Seq, log.Last.Type)
 	}
 	open := "no"
-	if v.OpenTurn {
+	if log.OpenTurn {
 		open = "yes"
 	}
 	fs = append(fs,
-		render.Field{Name: "events", Value: itoa(v.Events)},
-		render.Field{Name: "turns", Value: itoa(v.Turns)},
+		render.Field{Name: "events", Value: itoa(log.Events)},
+		render.Field{Name: "turns", Value: itoa(log.Turns)},
 		render.Field{Name: "openTurn", Value: open},
 		render.Field{Name: "lastEvent", Value: last},
 	)
-	if v.TornTail != nil {
-		fs = append(fs, render.Field{Name: "tornTail", Value: fmt.Sprintf("from seq %d: %s", v.TornTail.FromSeq, v.TornTail.Reason)})
+	if log.TornTail != nil {
+		fs = append(fs, render.Field{Name: "tornTail", Value: fmt.Sprintf("from seq %d: %s", log.TornTail.FromSeq, log.TornTail.Reason)})
 	}
 	return fs
 }

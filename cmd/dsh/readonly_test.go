@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+)
+
+// fileState is what a read must leave alone: a file's presence, bytes and
+// modification time.
+type fileState struct {
+	exists  bool
+	content []byte
+	mtime   time.Time
+}
+
+func stateOf(t *testing.T, path string) fileState {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if os.IsNotExist(err) {
+		return fileState{}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fileState{exists: true, content: b, mtime: fi.ModTime()}
+}
+
+func event(typ string, seq int64, data string) session.Event {
+	return session.Event{Type: typ, Seq: seq, Time: 1700000000000 + seq, Data: json.RawMessage(data)}
+}
+
+// A corpus with a balanced session, one with an interrupted turn and one
+// with a torn tail: the cases where a careless read would repair.
+func seedReadOnlyCorpus(t *testing.T, db string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlitepersist.Open(ctx, db, sqlitepersist.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	cwd := t.TempDir()
+	header := func(id string) session.Header {
+		return session.Header{ID: id, CreatedAt: 1700000000000, Cwd: &cwd}
+	}
+	turn := []session.Event{
+		event(session.TypeTurnStart, 0, `{"turn":1}`),
+		event(session.TypeTurnEnd, 1, `{"turn":1,"reason":{"kind":"completed"}}`),
+	}
+	if err := s.CreateSession(ctx, header("balanced"), turn); err != nil {
+		t.Fatal(err)
+	}
+	open := append(turn[:2:2], event(session.TypeTurnStart, 2, `{"turn":2}`))
+	if err := s.CreateSession(ctx, header("interrupted"), open); err != nil {
+		t.Fatal(err)
+	}
+	tail := &sqlitepersist.TornTail{FromSeq: 2, Reason: "truncated line", Raw: []byte(`{"type":"turn/st`)}
+	if _, err := s.ImportSession(ctx, header("torn"), turn, tail); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Read commands never create, migrate or modify the database: the file and
+// its WAL keep their bytes and modification times.
+func TestReadCommandsLeaveDatabaseUntouched(t *testing.T) {
+	home := isolateEnv(t)
+	db := filepath.Join(home, "corpus", "dsh.db")
+	t.Setenv("DSH_DB", db)
+	seedReadOnlyCorpus(t, db)
+	if _, stderr, code := runDsh(t, "session", "fork", "balanced", "--id", "fork"); code != 0 {
+		t.Fatalf("fork: exit %d: %s", code, stderr)
+	}
+
+	reads := [][]string{
+		{"session", "ls"},
+		{"session", "ls", "-o", "json"},
+		{"session", "ls", "-o", "jsonl"},
+		{"config"},
+		{"version"},
+		{"session", "show", "no-such-session"},
+		{"session", "events", "no-such-session"},
+	}
+	for _, id := range []string{"balanced", "interrupted", "torn", "fork"} {
+		reads = append(reads,
+			[]string{"session", "show", id},
+			[]string{"session", "show", id, "-o", "json"},
+			[]string{"session", "events", id},
+			[]string{"session", "events", id, "--from", "1"},
+			[]string{"session", "events", id, "--type", session.TypeTurnEnd},
+		)
+	}
+	files := []string{db, db + "-wal"}
+	before := make([]fileState, len(files))
+	for i, f := range files {
+		before[i] = stateOf(t, f)
+	}
+	if !before[0].exists {
+		t.Fatal("database missing after setup")
+	}
+	// Let any modification show up in the mtime, whatever the file
+	// system's timestamp granularity.
+	time.Sleep(10 * time.Millisecond)
+	for _, args := range reads {
+		runDsh(t, args...)
+		for i, f := range files {
+			after := stateOf(t, f)
+			switch {
+			case after.exists != before[i].exists:
+				t.Errorf("dsh %v: %s existence changed: %v → %v", args, filepath.Base(f), before[i].exists, after.exists)
+			case !bytes.Equal(after.content, before[i].content):
+				t.Errorf("dsh %v: %s bytes changed", args, filepath.Base(f))
+			case !after.mtime.Equal(before[i].mtime):
+				t.Errorf("dsh %v: %s modification time changed", args, filepath.Base(f))
+			}
+		}
+	}
+
+	// The reads saw the torn tail and the open turn, and left both for a
+	// resume to repair.
+	stdout, _, _ := runDsh(t, "session", "show", "torn", "-o", "json")
+	if !bytes.Contains([]byte(stdout), []byte(`"tornTail":{"fromSeq":2`)) {
+		t.Errorf("show torn: %s", stdout)
+	}
+	stdout, _, _ = runDsh(t, "session", "show", "interrupted", "-o", "json")
+	if !bytes.Contains([]byte(stdout), []byte(`"openTurn":true`)) {
+		t.Errorf("show interrupted: %s", stdout)
+	}
+}
+
+// A read command given a path with no database creates nothing there.
+func TestReadCommandOnMissingDatabaseCreatesNothing(t *testing.T) {
+	home := isolateEnv(t)
+	dir := filepath.Join(home, "nothing-here")
+	for _, args := range [][]string{{"session", "ls"}, {"session", "show", "x"}, {"session", "events", "x"}} {
+		_, stderr, code := runDsh(t, append([]string{"--db", filepath.Join(dir, "dsh.db")}, args...)...)
+		if code != exitStore {
+			t.Errorf("dsh %v: exit %d (%s), want %d", args, code, stderr, exitStore)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("read commands created %s (stat: %v)", dir, err)
+	}
+}
