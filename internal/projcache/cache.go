@@ -117,6 +117,18 @@ func (c *Cache) Lookup(ctx context.Context, h session.Header) (Lookup, error) {
 	return c.judge(r, h), nil
 }
 
+func (c *Cache) record(ctx context.Context, id string) (record, bool, error) {
+	row := c.q.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM projection_checkpoints WHERE session_id = ?`, id)
+	r, err := scanRecord(row.Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return record{}, false, nil
+	}
+	if err != nil {
+		return record{}, false, fmt.Errorf("read checkpoint of %s: %w", id, err)
+	}
+	return r, true, nil
+}
+
 // LookupMany is Lookup for many sessions (typically one parent's children)
 // in one query. Every header's id is in the result; ids without a record are
 // misses.

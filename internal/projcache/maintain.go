@@ -2,7 +2,6 @@ package projcache
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -347,16 +346,4 @@ func (c *Cache) targets(ctx context.Context, ids []string) ([]string, error) {
 		return ids, nil
 	}
 	return c.IDs(ctx)
-}
-
-func (c *Cache) record(ctx context.Context, id string) (record, bool, error) {
-	row := c.q.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM projection_checkpoints WHERE session_id = ?`, id)
-	r, err := scanRecord(row.Scan)
-	if errors.Is(err, sql.ErrNoRows) {
-		return record{}, false, nil
-	}
-	if err != nil {
-		return record{}, false, fmt.Errorf("read checkpoint of %s: %w", id, err)
-	}
-	return r, true, nil
 }
