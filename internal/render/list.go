@@ -136,14 +136,34 @@ func (l *List[T]) drawTable() error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	// Padding fills the last column too; trailing blanks only get in the way
-	// of copy and paste.
 	var out strings.Builder
 	for line := range strings.Lines(buf.String()) {
-		out.WriteString(strings.TrimRight(line, " \n"))
+		out.WriteString(trimPadding(strings.TrimSuffix(line, "\n")))
 		out.WriteByte('\n')
 	}
 	return l.write(out.String())
+}
+
+// trimPadding drops the blanks tablewriter pads the last column with (they
+// only get in the way of copy and paste), along with the style resets it
+// interleaves with them, keeping one reset if any was dropped so a style
+// never leaks into the next line.
+func trimPadding(line string) string {
+	const reset = "\x1b[0m"
+	trimmed, hadReset := line, false
+	for {
+		switch {
+		case strings.HasSuffix(trimmed, " "):
+			trimmed = strings.TrimRight(trimmed, " ")
+		case strings.HasSuffix(trimmed, reset):
+			trimmed, hadReset = strings.TrimSuffix(trimmed, reset), true
+		default:
+			if hadReset {
+				trimmed += reset
+			}
+			return trimmed
+		}
+	}
 }
 
 // displayWidth is the number of terminal cells s occupies.

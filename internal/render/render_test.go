@@ -149,6 +149,21 @@ func TestColorOnlyWhenAllowedOnTerminal(t *testing.T) {
 	}
 }
 
+func TestAlignedTableHasNoTrailingPadding(t *testing.T) {
+	for _, color := range []bool{false, true} {
+		got := printList(t, Options{Format: Table, TTY: true, Color: color}, item{ID: "a", Label: "long label"}, item{ID: "bbbbbb"})
+		for line := range strings.Lines(got) {
+			line = strings.TrimSuffix(line, "\n")
+			if strings.HasSuffix(strings.TrimSuffix(line, "\x1b[0m"), " ") {
+				t.Errorf("colour %v: line %q ends in padding", color, line)
+			}
+			if color && strings.Count(line, "\x1b[1m") > strings.Count(line, "\x1b[0m") {
+				t.Errorf("line %q leaves bold switched on", line)
+			}
+		}
+	}
+}
+
 func TestRecord(t *testing.T) {
 	v := struct {
 		ID  string `json:"id"`
