@@ -1,0 +1,201 @@
+package dshformat
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// DSH's projection cache file ($DSH_HOME/storages/session_projcache.json,
+// storage-formats §5.3–5.4): the storage unit "session_projcache" version 3
+// with one table, sessions, mapping a session id to the projection rows
+// folded from that session's log and the identity of the header they were
+// folded from.
+
+const (
+	projcacheUnit    = "session_projcache"
+	projcacheVersion = 3
+)
+
+// ProjcacheError reports a projection cache file DSH itself would refuse
+// to open. Kind is DSH's classification: "malformed-medium",
+// "version-mismatch" or "invalid-record". Malformed media and invalid
+// records match ErrCorrupt.
+type ProjcacheError struct {
+	Path string
+	Kind string
+	Msg  string
+}
+
+func (e *ProjcacheError) Error() string {
+	return fmt.Sprintf("%s: projection cache %s: %s", e.Path, e.Kind, e.Msg)
+}
+
+// Is makes damaged caches (not a version mismatch) match ErrCorrupt.
+func (e *ProjcacheError) Is(target error) bool {
+	return target == ErrCorrupt && e.Kind != "version-mismatch"
+}
+
+// ProjcacheRow is one persisted projection row: the unit's state version,
+// the last seq folded into it (-1 for none) and its state as JSON.
+type ProjcacheRow struct {
+	Ver int64
+	Seq int64
+	Val json.RawMessage
+}
+
+type projcacheRecord struct {
+	createdAt int64
+	cwd       *string
+	rows      map[string]ProjcacheRow
+}
+
+// ProjcacheFile is a parsed projection cache file.
+type ProjcacheFile struct {
+	records map[string]projcacheRecord
+}
+
+// ReadProjcacheFile reads and validates a projection cache file as DSH's
+// storage layer does when it opens the unit; any failure is a
+// *ProjcacheError, as it would stop DSH's cache service from starting.
+// The file is only read.
+func ReadProjcacheFile(ctx context.Context, path string) (*ProjcacheFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read projection cache: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	fail := func(kind, format string, args ...any) error {
+		return &ProjcacheError{Path: path, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+	}
+	doc, err := parseObject(wellFormedUTF8(data))
+	if err != nil {
+		return nil, fail("malformed-medium", "%v", err)
+	}
+	unitMember, _ := lastMember(doc, "unit")
+	unit, err := parseObject(unitMember.Value)
+	if err != nil {
+		return nil, fail("malformed-medium", "unit is not an object")
+	}
+	name, _ := lastMember(unit, "name")
+	if unquoteIfString(name.Value) != projcacheUnit {
+		return nil, fail("malformed-medium", "unit name is not %q", projcacheUnit)
+	}
+	version, _ := lastMember(unit, "version")
+	if v, isNum := numberValue(version.Value); !isNum || v != projcacheVersion {
+		return nil, fail("version-mismatch", "unit version %s, dsh reads version %d", version.Value, projcacheVersion)
+	}
+	f := &ProjcacheFile{records: make(map[string]projcacheRecord)}
+	tablesMember, ok := lastMember(doc, "tables")
+	if !ok {
+		return f, nil
+	}
+	tables, err := parseObject(tablesMember.Value)
+	if err != nil {
+		return nil, fail("malformed-medium", "tables is not an object")
+	}
+	for _, t := range tables {
+		if _, err := parseObject(t.Value); err != nil {
+			return nil, fail("malformed-medium", "table %q is not an object", t.Key)
+		}
+	}
+	sessions, ok := lastMember(tables, "sessions")
+	if !ok {
+		return f, nil
+	}
+	records, _ := parseObject(sessions.Value)
+	for _, r := range records {
+		rec, err := decodeProjcacheRecord(r.Value)
+		if err != nil {
+			return nil, fail("invalid-record", "session %q: %v", r.Key, err)
+		}
+		f.records[r.Key] = rec
+	}
+	return f, nil
+}
+
+func decodeProjcacheRecord(raw []byte) (projcacheRecord, error) {
+	var rec projcacheRecord
+	members, err := parseObject(raw)
+	if err != nil {
+		return rec, fmt.Errorf("record is not an object")
+	}
+	identityMember, _ := lastMember(members, "identity")
+	identity, err := parseObject(identityMember.Value)
+	if err != nil {
+		return rec, fmt.Errorf("identity is not an object")
+	}
+	created, _ := lastMember(identity, "createdAt")
+	n, _, ok := safeInteger(created.Value)
+	if !ok || n < 0 {
+		return rec, fmt.Errorf("identity.createdAt is not a non-negative safe integer")
+	}
+	rec.createdAt = n
+	if cwd, present := lastMember(identity, "cwd"); present {
+		s, ok := stringValue(cwd.Value)
+		if !ok {
+			return rec, fmt.Errorf("identity.cwd is not a string")
+		}
+		rec.cwd = &s
+	}
+	rowsMember, _ := lastMember(members, "rows")
+	rows, err := parseObject(rowsMember.Value)
+	if err != nil {
+		return rec, fmt.Errorf("rows is not an object")
+	}
+	rec.rows = make(map[string]ProjcacheRow, len(rows))
+	for _, r := range rows {
+		fields, err := parseObject(r.Value)
+		if err != nil {
+			return rec, fmt.Errorf("row %q is not an object", r.Key)
+		}
+		var row ProjcacheRow
+		ver, _ := lastMember(fields, "ver")
+		if row.Ver, _, ok = safeInteger(ver.Value); !ok || row.Ver < 0 {
+			return rec, fmt.Errorf("row %q: ver is not a non-negative safe integer", r.Key)
+		}
+		seq, _ := lastMember(fields, "seq")
+		if row.Seq, _, ok = safeInteger(seq.Value); !ok || row.Seq < -1 {
+			return rec, fmt.Errorf("row %q: seq is not a safe integer >= -1", r.Key)
+		}
+		val, ok := lastMember(fields, "val")
+		if !ok {
+			return rec, fmt.Errorf("row %q has no val", r.Key)
+		}
+		row.Val = canonicalJSON(val.Value, val.Canonical)
+		rec.rows[r.Key] = row
+	}
+	return rec, nil
+}
+
+// Lookup returns the rows cached for h's session when the record's
+// identity matches h (same createdAt; cwd equal or absent in both). A
+// record of another identity — a recreated id, a swapped store — is a miss,
+// never a verdict. The map is the caller's to keep.
+func (f *ProjcacheFile) Lookup(h session.Header) (map[string]ProjcacheRow, bool) {
+	rec, ok := f.records[h.ID]
+	if !ok || rec.createdAt != h.CreatedAt || (rec.cwd == nil) != (h.Cwd == nil) || (rec.cwd != nil && *rec.cwd != *h.Cwd) {
+		return nil, false
+	}
+	rows := make(map[string]ProjcacheRow, len(rec.rows))
+	for k, r := range rec.rows {
+		rows[k] = r
+	}
+	return rows, true
+}
+
+// IDs returns the session ids the file holds records for, sorted.
+func (f *ProjcacheFile) IDs() []string {
+	ids := make([]string, 0, len(f.records))
+	for id := range f.records {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
