@@ -1,0 +1,303 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// DefaultColdConcurrency is DSH's COLD_READ_CONCURRENCY.
+const DefaultColdConcurrency = 4
+
+// ColdReader reads a cold child's stored header and the events of the given
+// types (nil = every event) from its valid stored prefix. It must fail exactly when a full read
+// of the log would fail (unreadable, damaged, or failing DSH's validation);
+// such a failure makes the row `unavailable`.
+type ColdReader interface {
+	ColdRead(ctx context.Context, id string, types []string) (session.Header, []session.Event, error)
+}
+
+// IdentityCache serves rung 2: for each header it returns the cached raw view
+// of the `subagent` unit of a checkpoint that belongs to that header's
+// lifecycle and the unit's state version. Absent ids are misses. Any error is
+// treated as a miss for every header (the cache is derived data; its failure
+// is never a verdict).
+type IdentityCache interface {
+	CachedSubagentViews(ctx context.Context, headers []session.Header) (map[string]json.RawMessage, error)
+}
+
+// Lister produces DSH's catalog rows for a corpus: listChildren and
+// listDescendants with the later revision's three-rung ladder and the
+// four-state row mapping.
+type Lister struct {
+	Headers corpus.HeaderSource
+	Live    corpus.LiveSource // nil: nothing is live
+	Cold    ColdReader
+	Cache   IdentityCache // nil: no rung 2
+	// Units is the projection registry folded over a cold child's log; it
+	// must have the `subagent` unit registered (see NewRegistry).
+	Units *projcache.Registry
+	// ColdConcurrency bounds concurrent cold reads (default 4).
+	ColdConcurrency int
+}
+
+// ErrCancelled is the CANCELLED listing error.
+var ErrCancelled = dsherr.New(dsherr.Cancelled, "subagent listing was cancelled")
+
+// ListChildren lists the direct subagent children of parent.
+func (l *Lister) ListChildren(ctx context.Context, parent string) ([]Row, error) {
+	res, err := l.ResolveChildren(ctx, parent)
+	return rowsOf(res), err
+}
+
+// ListDescendants lists every subagent-origin session below root, in
+// pre-order, each row carrying parentId and depth.
+func (l *Lister) ListDescendants(ctx context.Context, root string) ([]Row, error) {
+	res, err := l.ResolveDescendants(ctx, root)
+	return rowsOf(res), err
+}
+
+// ResolveChildren is ListChildren with how each candidate was resolved,
+// including omitted ones (for diagnose).
+func (l *Lister) ResolveChildren(ctx context.Context, parent string) ([]Resolution, error) {
+	return l.resolve(ctx, func(c *corpus.Corpus) ([]corpus.Record, error) { return c.Children(ctx, parent) }, false)
+}
+
+// ResolveDescendants is ListDescendants with resolutions.
+func (l *Lister) ResolveDescendants(ctx context.Context, root string) ([]Resolution, error) {
+	return l.resolve(ctx, func(c *corpus.Corpus) ([]corpus.Record, error) { return c.Descendants(ctx, root) }, true)
+}
+
+// ResolveRecords runs the ladder over records the caller enumerated itself.
+func (l *Lister) ResolveRecords(ctx context.Context, recs []corpus.Record, placed bool) ([]Resolution, error) {
+	if err := checkCancelled(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]Resolution, len(recs))
+	var cold []int
+	for i, rec := range recs {
+		if rec.Live != nil {
+			out[i] = resolveLive(rec)
+			continue
+		}
+		cold = append(cold, i)
+	}
+	pending := l.resolveFromCache(ctx, recs, cold, out)
+	if err := l.readCold(ctx, recs, pending, out); err != nil {
+		return nil, err
+	}
+	if err := checkCancelled(ctx); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if r := out[i].Row; r != nil {
+			r.ID = recs[i].Header.ID
+			if r.Kind == KindChild {
+				r.HasChildren = recs[i].HasChildren
+			}
+			if placed {
+				r.ParentID, r.Depth = recs[i].ParentID, recs[i].Depth
+			}
+		}
+	}
+	return out, nil
+}
+
+func (l *Lister) resolve(ctx context.Context, enumerate func(*corpus.Corpus) ([]corpus.Record, error), placed bool) ([]Resolution, error) {
+	if err := checkCancelled(ctx); err != nil {
+		return nil, err
+	}
+	c, err := corpus.Load(ctx, l.Headers, l.Live)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ErrCancelled
+		}
+		return nil, err
+	}
+	recs, err := enumerate(c)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ErrCancelled
+		}
+		return nil, err
+	}
+	return l.ResolveRecords(ctx, recs, placed)
+}
+
+func checkCancelled(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return ErrCancelled
+	}
+	return nil
+}
+
+func rowsOf(res []Resolution) []Row {
+	if res == nil {
+		return nil
+	}
+	rows := make([]Row, 0, len(res))
+	for _, r := range res {
+		if r.Row != nil {
+			rows = append(rows, *r.Row)
+		}
+	}
+	return rows
+}
+
+func childRow(id *Identity, activity Activity) *Row {
+	return &Row{Kind: KindChild, Mode: id.Mode, Label: id.Label, Activity: activity}
+}
+
+func diagnostic(reason Reason) *Row { return &Row{Kind: KindDiagnostic, Reason: reason} }
+
+// Causes attached to resolutions, for diagnose and tests.
+var (
+	ErrNoIdentity      = errors.New("no subagent identity")
+	ErrAncestorOnly    = errors.New("the only identity comes from the inherited seed")
+	ErrWitnessMismatch = errors.New("stored header belongs to another lifecycle")
+	ErrUnitFailed      = errors.New("projection unit failed")
+)
+
+// resolveLive is rung 1: the holder's published snapshot, zero log reads.
+func resolveLive(rec corpus.Record) Resolution {
+	live := rec.Live
+	if live.UnitFailure != "" {
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungLive, Cause: fmt.Errorf("%w: %s", ErrUnitFailed, live.UnitFailure)}
+	}
+	id, err := IdentityFromView(live.Subagent)
+	if err != nil {
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungLive, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
+	}
+	if id == nil {
+		return Resolution{Rung: RungLive, Cause: ErrNoIdentity}
+	}
+	if !OwnSuffix(id.Seq, rec.Header.InheritedCut()) {
+		// Later revision: an ancestor identity replayed from the seed is
+		// not this child's own; while running, that is the creation window.
+		return Resolution{Rung: RungLive, Cause: ErrAncestorOnly, Identity: id}
+	}
+	return Resolution{Row: childRow(id, ActivityRunning), Rung: RungLive, Identity: id}
+}
+
+// resolveFromCache is rung 2 for cold unseeded candidates: a cached valid
+// identity is final. It fills out for those and returns the indexes still
+// needing a full read.
+func (l *Lister) resolveFromCache(ctx context.Context, recs []corpus.Record, cold []int, out []Resolution) []int {
+	if l.Cache == nil || len(cold) == 0 {
+		return cold
+	}
+	var headers []session.Header
+	for _, i := range cold {
+		if !recs[i].Header.IsSeeded() {
+			headers = append(headers, recs[i].Header)
+		}
+	}
+	if len(headers) == 0 {
+		return cold
+	}
+	views, err := l.Cache.CachedSubagentViews(ctx, headers)
+	if err != nil {
+		return cold
+	}
+	var pending []int
+	for _, i := range cold {
+		h := recs[i].Header
+		if !h.IsSeeded() {
+			if id, err := IdentityFromView(views[h.ID]); err == nil && id != nil {
+				out[i] = Resolution{Row: childRow(id, ActivityInactive), Rung: RungCache, Identity: id}
+				continue
+			}
+		}
+		pending = append(pending, i)
+	}
+	return pending
+}
+
+// readCold is rung 3 for every pending candidate, with bounded concurrency;
+// each result lands at its candidate's index, so order never depends on
+// timing.
+func (l *Lister) readCold(ctx context.Context, recs []corpus.Record, pending []int, out []Resolution) error {
+	if len(pending) == 0 {
+		return nil
+	}
+	workers := l.ColdConcurrency
+	if workers <= 0 {
+		workers = DefaultColdConcurrency
+	}
+	if workers > len(pending) {
+		workers = len(pending)
+	}
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var firstErr error
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				res, err := l.readOne(ctx, recs[i])
+				if err != nil {
+					once.Do(func() { firstErr = err })
+					continue
+				}
+				out[i] = res
+			}
+		}()
+	}
+	for _, i := range pending {
+		if ctx.Err() != nil {
+			break
+		}
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return checkCancelled(ctx)
+}
+
+func (l *Lister) readOne(ctx context.Context, rec corpus.Record) (Resolution, error) {
+	if err := checkCancelled(ctx); err != nil {
+		return Resolution{}, err
+	}
+	types, typed := l.Units.EventTypes()
+	if !typed {
+		types = nil
+	}
+	stored, events, err := l.Cold.ColdRead(ctx, rec.Header.ID, types)
+	if cerr := checkCancelled(ctx); cerr != nil {
+		return Resolution{}, cerr
+	}
+	if err != nil {
+		return Resolution{Row: diagnostic(ReasonUnavailable), Rung: RungRead, Cause: err}, nil
+	}
+	if stored.Witness() != rec.Header.Witness() {
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrWitnessMismatch}, nil
+	}
+	snap, err := l.Units.Restore(events)
+	if err != nil {
+		// Any registered unit failing on a cold log makes the row corrupt.
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}, nil
+	}
+	id, err := IdentityFromView(snap.Values[UnitKey])
+	if err != nil {
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}, nil
+	}
+	if id == nil {
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrNoIdentity}, nil
+	}
+	if !OwnSuffix(id.Seq, rec.Header.InheritedCut()) {
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrAncestorOnly, Identity: id}, nil
+	}
+	return Resolution{Row: childRow(id, ActivityInactive), Rung: RungRead, Identity: id}, nil
+}

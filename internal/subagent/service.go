@@ -1,0 +1,82 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+)
+
+// NewRegistry returns the projection registry dsh folds: the `subagent`
+// identity unit.
+func NewRegistry() *projcache.Registry {
+	reg := projcache.NewRegistry()
+	if err := RegisterUnit(reg); err != nil {
+		// Registering one unit into an empty registry cannot conflict.
+		panic(fmt.Sprintf("register subagent unit: %v", err))
+	}
+	return reg
+}
+
+// NewStoreLister returns a Lister over a dsh store: headers and cold reads
+// from the store, rung 2 from the store's checkpoint cache, live records from
+// live (nil when nothing can be live).
+func NewStoreLister(store *sqlitepersist.Store, live corpus.LiveSource, coldConcurrency int) *Lister {
+	reg := NewRegistry()
+	return &Lister{
+		Headers:         store,
+		Live:            live,
+		Cold:            storeColdReader{store},
+		Cache:           CacheIdentities{projcache.NewCache(store.Querier(), reg)},
+		Units:           reg,
+		ColdConcurrency: coldConcurrency,
+	}
+}
+
+// storeColdReader reads cold children through the store's read-only
+// Inspect; InspectTypes gives the same verdict as a full read while reading
+// only the requested event types of a log the store has verified.
+type storeColdReader struct{ store *sqlitepersist.Store }
+
+func (r storeColdReader) ColdRead(ctx context.Context, id string, types []string) (session.Header, []session.Event, error) {
+	var (
+		in  *sqlitepersist.Inspection
+		err error
+	)
+	if types == nil {
+		in, err = r.store.Inspect(ctx, id)
+	} else {
+		in, err = r.store.InspectTypes(ctx, id, types...)
+	}
+	if err != nil {
+		return session.Header{}, nil, err
+	}
+	return in.Header, in.Events, nil
+}
+
+// CacheIdentities serves rung 2 from dsh's checkpoint cache: the `subagent`
+// view of every record that matches its header's lifecycle and the unit's
+// state version.
+type CacheIdentities struct{ Cache *projcache.Cache }
+
+// CachedSubagentViews implements IdentityCache with one query.
+func (c CacheIdentities) CachedSubagentViews(ctx context.Context, headers []session.Header) (map[string]json.RawMessage, error) {
+	found, err := c.Cache.LookupMany(ctx, headers)
+	if err != nil {
+		return nil, err
+	}
+	views := make(map[string]json.RawMessage, len(found))
+	for id, l := range found {
+		if l.Status != projcache.Hit {
+			continue
+		}
+		if v, ok := l.Values[UnitKey]; ok {
+			views[id] = v
+		}
+	}
+	return views, nil
+}
