@@ -110,7 +110,7 @@ func scanLog(ctx context.Context, q Querier, id string) (*storedLog, error) {
 		query = "SELECT " + eventColumns + " FROM events WHERE session_id = ? AND seq < ? ORDER BY seq"
 		args = append(args, imported.FromSeq)
 	}
-	rows, err := decodeRows(ctx, q, query, args...)
+	rows, err := decodeRows(ctx, q, min(st.nextSeq, 1<<16), query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -148,13 +148,15 @@ func scanLog(ctx context.Context, q Querier, id string) (*storedLog, error) {
 	return log, nil
 }
 
-func decodeRows(ctx context.Context, q Querier, query string, args ...any) ([]decodedRow, error) {
+// decodeRows reads and decodes the rows of an events query; sizeHint is the
+// expected row count (next_seq), used only to preallocate.
+func decodeRows(ctx context.Context, q Querier, sizeHint int64, query string, args ...any) ([]decodedRow, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []decodedRow
+	out := make([]decodedRow, 0, max(sizeHint, 0))
 	for rows.Next() {
 		var r storedRow
 		if err := rows.Scan(r.targets()...); err != nil {
@@ -324,7 +326,7 @@ func openTurnClosers(ctx context.Context, q Querier, id string) ([]session.Event
 // decodeVerified decodes rows of a verified log, where any undecodable row
 // means the file changed behind the triggers' back.
 func decodeVerified(ctx context.Context, q Querier, id, query string, args ...any) ([]session.Event, error) {
-	rows, err := decodeRows(ctx, q, query, args...)
+	rows, err := decodeRows(ctx, q, 0, query, args...)
 	if err != nil {
 		return nil, err
 	}

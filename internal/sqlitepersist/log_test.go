@@ -759,8 +759,8 @@ func TestImportSessionIsFaithful(t *testing.T) {
 	}
 	dup := newLog().turnStart().turnStart().events
 	dup[1].Seq = 0
-	if _, err := s.ImportSession(ctx, rootHeader("dupseq"), dup, nil); err == nil {
-		t.Error("import with a repeated seq succeeded")
+	if _, err := s.ImportSession(ctx, rootHeader("dupseq"), dup, nil); dsherr.CodeOf(err) != dsherr.InvalidInput || !strings.Contains(err.Error(), "seq 0") {
+		t.Errorf("import with a repeated seq: %v, want INVALID_INPUT naming seq 0", err)
 	}
 	if _, err := s.Header(ctx, "dupseq"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("failed import left a session behind: %v", err)

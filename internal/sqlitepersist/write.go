@@ -146,7 +146,8 @@ func tailValidator(ctx context.Context, q Querier, id string) (*session.Validato
 // appends the closers of an interrupted turn (as DSH's repair does) and
 // records the log as verified. The result's Torn and Closers describe what
 // the repair did; Events followed by Closers is now the stored log. Loading a
-// log that needs no repair writes nothing.
+// verified log that needs no repair writes nothing; a valid log that was
+// changed outside dsh is recorded as verified again.
 func (s *Store) Load(ctx context.Context, id string) (*Inspection, error) {
 	var ins *Inspection
 	err := s.write(ctx, func(q Querier) error {
@@ -214,6 +215,13 @@ type ImportResult struct {
 // writes. An existing id is an error wrapping ErrDuplicate; whether that is a
 // conflict or an idempotent re-import is the caller's decision.
 func (s *Store) ImportSession(ctx context.Context, h session.Header, events []session.Event, tail *TornTail) (ImportResult, error) {
+	seen := make(map[int64]bool, len(events))
+	for _, e := range events {
+		if seen[e.Seq] {
+			return ImportResult{}, dsherr.New(dsherr.InvalidInput, "import session %q: seq %d appears more than once", h.ID, e.Seq)
+		}
+		seen[e.Seq] = true
+	}
 	var res ImportResult
 	err := s.write(ctx, func(q Querier) error {
 		if err := insertBareHeader(ctx, q, h); err != nil {
