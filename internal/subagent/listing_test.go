@@ -10,7 +10,6 @@ import (
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
-
 func openTestStore(t *testing.T) *sqlitepersist.Store {
 	t.Helper()
 	st, err := sqlitepersist.Open(context.Background(), filepath.Join(t.TempDir(), "dsh.db"), sqlitepersist.Options{})
