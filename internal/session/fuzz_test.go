@@ -39,7 +39,9 @@ func FuzzEventLine(f *testing.F) {
 	})
 }
 
-func line0(t *testing.T) Event { return line(t, `{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}`) }
+func line0(t *testing.T) Event {
+	return line(t, `{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}`)
+}
 
 // normalizeRaw compacts raw members so whitespace differences do not count.
 func normalizeRaw(t *testing.T, e Event) Event {
