@@ -66,13 +66,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
-	if err == nil && ctx.Err() != nil {
-		// The command finished its work but the user asked it to stop;
-		// report what happened rather than a clean success.
-		err = ctx.Err()
-	}
-	return a.exit(err)
+	// A command that completed despite a late signal reports success: its
+	// work is done, and 130 would tell the caller otherwise.
+	return a.exit(root.ExecuteContext(ctx))
 }
 
 func isTerminal(w io.Writer) bool {

@@ -243,7 +243,7 @@ func TestOutputSetting(t *testing.T) {
 		t.Errorf("version cannot print jsonl and should use its default: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	_, stderr, code = runDsh(t, "version", "-o", "jsonl")
-	if code != exitUsage || !strings.HasPrefix(stderr, `dsh: USAGE: -o: unsupported output format "jsonl" (want table, json)`) {
+	if code != exitUsage || !strings.HasPrefix(stderr, `dsh: USAGE: -o: unsupported output format "jsonl" (want table, tsv, json)`) {
 		t.Errorf("version -o jsonl: exit %d, stderr %q", code, stderr)
 	}
 }

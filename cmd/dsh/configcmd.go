@@ -25,7 +25,7 @@ Nested keys (cache.writeEveryEvents) are nested YAML maps.
 		Example: "  dsh config\n  DSH_MAX_DEPTH=3 dsh config -o json",
 		Args:    exactArgs(),
 	}
-	out := addOutputFlag(cmd, render.Table, render.JSON, render.JSONL)
+	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		p, err := out.printer(a, cmd)
 		if err != nil {

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
@@ -92,5 +94,17 @@ func TestErrorReport(t *testing.T) {
 		if doc.Error.Code != "NOT_FOUND" || doc.Error.Message != err.Error() {
 			t.Errorf("JSON error = %+v", doc.Error)
 		}
+	}
+}
+
+// A command interrupted before it finishes exits 130 with CANCELLED.
+func TestCancelledCommand(t *testing.T) {
+	home := isolateEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"--db", home + "/dsh.db", "init"}, strings.NewReader(""), &stdout, &stderr, time.Now)
+	if code != exitCancelled || !strings.HasPrefix(stderr.String(), "dsh: CANCELLED: ") || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }

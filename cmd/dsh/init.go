@@ -23,7 +23,7 @@ does this on first use too; init makes it explicit.
 		Example: "  dsh init\n  dsh --db ./corpus.db init -o json",
 		Args:    exactArgs(),
 	}
-	out := addOutputFlag(cmd, render.Table, render.JSON)
+	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
 		p, err := out.printer(a, cmd)
 		if err != nil {

@@ -23,7 +23,7 @@ Read-only; streams, so it works on large corpora.
 		Example: "  dsh session ls\n  dsh session ls -o jsonl | jq -r 'select(.origin == \"subagent\") | .id'",
 		Args:    exactArgs(),
 	}
-	out := addOutputFlag(cmd, render.Table, render.JSON, render.JSONL)
+	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		p, err := out.printer(a, cmd)
 		if err != nil {

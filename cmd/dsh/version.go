@@ -46,7 +46,7 @@ func newVersionCmd(a *app) *cobra.Command {
 		Example: "  dsh version\n  dsh version -o json",
 		Args:    exactArgs(),
 	}
-	out := addOutputFlag(cmd, render.Table, render.JSON)
+	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		p, err := out.printer(a, cmd)
 		if err != nil {
