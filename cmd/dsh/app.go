@@ -88,10 +88,6 @@ resumes, lists and diagnoses subagent children the way DSH does, offline.
 		SilenceUsage:  true,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          groupRunE,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
-			a.started = true
-			return nil
-		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SuggestionsMinimumDistance = suggestionDistance
@@ -106,7 +102,23 @@ resumes, lists and diagnoses subagent children the way DSH does, offline.
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(a))
 	}
+	a.markStart(root)
 	return root
+}
+
+// markStart makes every command record that cobra has parsed its flags and
+// arguments and handed over control (see app.started). Wrapping RunE, rather
+// than a persistent hook, leaves the hooks free for commands to use.
+func (a *app) markStart(c *cobra.Command) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			a.started = true
+			return run(cmd, args)
+		}
+	}
+	for _, sub := range c.Commands() {
+		a.markStart(sub)
+	}
 }
 
 // config returns the effective configuration, resolved on first use: help

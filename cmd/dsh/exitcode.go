@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
@@ -81,10 +82,28 @@ func classify(err error, started bool) (dsherr.Code, int) {
 	return code, status
 }
 
+// checkFailed is returned by a command that did its job and found what the
+// user asked it to fail on (diagnose --fail-on, an --expect assertion): exit
+// status 1. It is not an error and carries no code; the command's output
+// already shows what was found, and stderr gets the message as one line.
+type checkFailed struct{ msg string }
+
+func (e *checkFailed) Error() string { return e.msg }
+
+// failedCheck returns the "looked, and the answer is no" result.
+func failedCheck(format string, args ...any) error {
+	return &checkFailed{msg: fmt.Sprintf(format, args...)}
+}
+
 // exit reports err (if any) and returns the exit status. stderr gets exactly
 // one line, dsh: <CODE>: <message>; a command printing JSON also gets the
 // error as JSON on stdout, so a consumer reading stdout sees why it is short.
 func (a *app) exit(err error) int {
+	var cf *checkFailed
+	if errors.As(err, &cf) {
+		fmt.Fprintf(a.stderr, "dsh: %s\n", render.Escape(cf.msg))
+		return exitFound
+	}
 	code, status := classify(err, a.started)
 	if err == nil {
 		return status
@@ -111,18 +130,30 @@ type errorBody struct {
 	Message string `json:"message"`
 }
 
+// exitLine is one line of a command's EXIT STATUS help.
+type exitLine struct {
+	status int
+	text   string
+}
+
+// commonExitLines are the statuses every command can end with.
+var commonExitLines = []exitLine{
+	{exitOK, "success"},
+	{exitUsage, "bad usage or invalid input (unknown flag, malformed or unknown id); nothing written"},
+	{exitStore, "the database could not be read or written (missing for a read command, permissions, corruption)"},
+	{exitCancelled, "interrupted (SIGINT or SIGTERM)"},
+}
+
 // exitStatusHelp is the EXIT STATUS section of a command's help: the
-// statuses every command shares, then lines specific to the command.
-func exitStatusHelp(specific ...string) string {
+// statuses every command shares and the command's own, in status order.
+func exitStatusHelp(specific ...exitLine) string {
+	lines := slices.Concat(commonExitLines, specific)
+	slices.SortStableFunc(lines, func(x, y exitLine) int { return x.status - y.status })
 	var b strings.Builder
 	b.WriteString("EXIT STATUS\n")
-	b.WriteString("  0    success\n")
-	for _, s := range specific {
-		b.WriteString("  " + s + "\n")
+	for _, l := range lines {
+		fmt.Fprintf(&b, "  %-3d  %s\n", l.status, l.text)
 	}
-	b.WriteString("  2    bad usage or invalid input (unknown flag, malformed or unknown id); nothing written\n")
-	b.WriteString("  3    the database could not be read or written (missing for a read command, permissions, corruption)\n")
-	b.WriteString("  130  interrupted (SIGINT or SIGTERM)\n")
 	b.WriteString("Errors print one line to stderr: dsh: <CODE>: <message>.")
 	return b.String()
 }

@@ -108,3 +108,30 @@ func TestCancelledCommand(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// A failed check is exit 1 with its message on stderr, and no error code or
+// JSON error document: the command's output is the answer.
+func TestFailedCheck(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	a := &app{stdout: &stdout, stderr: &stderr, output: render.JSON, started: true}
+	err := fmt.Errorf("diagnose: %w", failedCheck("%d findings at or above %s", 2, "error"))
+	if got := a.exit(err); got != exitFound {
+		t.Errorf("exit %d, want %d", got, exitFound)
+	}
+	if stderr.String() != "dsh: 2 findings at or above error\n" || stdout.Len() != 0 {
+		t.Errorf("stderr %q, stdout %q", stderr.String(), stdout.String())
+	}
+}
+
+func TestExitStatusHelpInStatusOrder(t *testing.T) {
+	got := exitStatusHelp(exitLine{exitConflict, "held elsewhere"}, exitLine{exitFound, "findings"})
+	var statuses []string
+	for line := range strings.Lines(got) {
+		if f := strings.Fields(line); len(f) > 1 && f[0] != "EXIT" && f[0] != "Errors" {
+			statuses = append(statuses, f[0])
+		}
+	}
+	if want := "0 1 2 3 4 130"; strings.Join(statuses, " ") != want {
+		t.Errorf("statuses %v, want %s in\n%s", statuses, want, got)
+	}
+}

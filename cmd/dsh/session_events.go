@@ -27,7 +27,7 @@ surfaceOp, ignorable). A torn tail is not printed; a warning on stderr says
 where it starts. An interrupted turn is printed as stored, not closed.
 Read-only.
 
-` + exitStatusHelp("3    also when the log fails validation (INVALID_LOG) or is in an unsupported format"),
+` + exitStatusHelp(exitLine{exitStore, "the log fails validation (INVALID_LOG) or is in a format this build does not read"}),
 		Example: "  dsh session events my-session\n  dsh session events my-session --from 10 --type turn/end --type user/message",
 		Args:    exactArgs("ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
