@@ -53,13 +53,13 @@ func readPlain(t *testing.T, content []byte) (*Session, error) {
 func TestJSONLScannerTornVersusCommitted(t *testing.T) {
 	bomb := strings.Repeat("[", 100000)
 	for _, c := range []struct {
-		name     string
-		lines    []string
-		tail     string
-		events   int
-		torn     string // substring of Torn.Reason; "" = no torn tail
-		err      string // substring of the error; "" = no error
-		errLine  int64
+		name    string
+		lines   []string
+		tail    string
+		events  int
+		torn    string // substring of Torn.Reason; "" = no torn tail
+		err     string // substring of the error; "" = no error
+		errLine int64
 	}{
 		{name: "clean", lines: []string{turnStart(0), turnEnd(1)}, events: 2},
 		{name: "header only", events: 0},
