@@ -1,10 +1,3 @@
-//go:build testscript
-
-// The end-to-end scripts need github.com/rogpeppe/go-internal/testscript,
-// whose txtar package imports golang.org/x/tools/txtar; go.sum has no entry
-// for that module yet, so they build only with -tags testscript until
-// `go get github.com/rogpeppe/go-internal/testscript@v1.16.0` records it.
-
 package main
 
 import (
