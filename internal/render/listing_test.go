@@ -1,0 +1,145 @@
+package render
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dsh-project/dsh/internal/subagent"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+func strp(s string) *string { return &s }
+
+// sampleRows covers every row shape: continuable and one-shot children
+// (with and without a label), running and inactive, with and without
+// children, both diagnostic reasons, and a label and id with characters a
+// terminal would act on.
+func sampleRows() []subagent.Row {
+	return []subagent.Row{
+		{Kind: subagent.KindChild, ID: "33333333-3333-4333-8333-333333333333", Mode: subagent.ModeContinuable, Label: strp("Reply with CHILD_OK"), Activity: subagent.ActivityInactive, HasChildren: true, ParentID: "parent", Depth: 1},
+		{Kind: subagent.KindChild, ID: "grandchild", Mode: subagent.ModeContinuable, Label: strp("nested \"leaf\" — ü"), Activity: subagent.ActivityRunning, ParentID: "33333333-3333-4333-8333-333333333333", Depth: 2},
+		{Kind: subagent.KindChild, ID: "one-shot-labeled", Mode: subagent.ModeOneShot, Label: strp("finished once"), Activity: subagent.ActivityInactive, ParentID: "parent", Depth: 1},
+		{Kind: subagent.KindChild, ID: "one-shot-bare", Mode: subagent.ModeOneShot, Activity: subagent.ActivityInactive, ParentID: "parent", Depth: 1},
+		{Kind: subagent.KindDiagnostic, ID: "broken-child", Reason: subagent.ReasonCorrupt, ParentID: "parent", Depth: 1},
+		{Kind: subagent.KindDiagnostic, ID: "flaky-child", Reason: subagent.ReasonUnavailable, ParentID: "fork", Depth: 2},
+		{Kind: subagent.KindChild, ID: "hostile", Mode: subagent.ModeContinuable, Label: strp("line1\nline2 \x1b]0;pwned\x07 \u202e"), Activity: subagent.ActivityInactive, ParentID: "parent", Depth: 1},
+	}
+}
+
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from %s:\n got: %q\nwant: %q", name, path, got, want)
+	}
+}
+
+// Every listing format, in both scopes, is pinned by a golden file.
+func TestListingGolden(t *testing.T) {
+	formats := []struct {
+		name string
+		opts Options
+	}{
+		{"json", Options{Format: JSON}},
+		{"jsonl", Options{Format: JSONL}},
+		{"agents", Options{Format: Agents}},
+		{"agents-tty", Options{Format: Agents, TTY: true}},
+		{"tsv", Options{Format: TSV}},
+		{"table-pipe", Options{Format: Table}},
+		{"table-tty", Options{Format: Table, TTY: true}},
+		{"table-tty-color", Options{Format: Table, TTY: true, Color: true}},
+	}
+	for _, scope := range []Scope{ScopeChildren, ScopeDescendants} {
+		for _, f := range formats {
+			for _, set := range []struct {
+				name string
+				rows []subagent.Row
+			}{{"rows", sampleRows()}, {"empty", nil}} {
+				name := "listing-" + string(scope) + "-" + set.name + "." + f.name
+				if set.rows == nil && f.opts.TTY {
+					continue // the same bytes as off a terminal
+				}
+				t.Run(name, func(t *testing.T) {
+					var buf bytes.Buffer
+					if err := New(&buf, f.opts).Listing(set.rows, scope); err != nil {
+						t.Fatal(err)
+					}
+					checkGolden(t, name, buf.Bytes())
+				})
+			}
+		}
+	}
+}
+
+// DSH's list_agents pins (semantics §10.3): A5, A11, X1, X2 and the empty
+// case A2.
+func TestListAgentsTextDSHPins(t *testing.T) {
+	child := func(id, label string, mode subagent.Mode) subagent.Row {
+		return subagent.Row{Kind: subagent.KindChild, ID: id, Mode: mode, Label: strp(label), Activity: subagent.ActivityInactive}
+	}
+	tests := []struct {
+		name  string
+		rows  []subagent.Row
+		scope Scope
+		want  string
+	}{
+		{"A2 no children", nil, ScopeChildren, "(no subagents)"},
+		{"A2 only one-shot children", []subagent.Row{child("o", "once", subagent.ModeOneShot)}, ScopeChildren, "(no subagents)"},
+		{"A5 one-shot hidden, continuable ready", []subagent.Row{
+			child("oneshot", "finished once", subagent.ModeOneShot),
+			child("c1", "summarize the doc", subagent.ModeContinuable),
+		}, ScopeChildren, "c1 [ready] \u2014 summarize the doc"},
+		{"A11 descendants", []subagent.Row{
+			{Kind: subagent.KindChild, ID: "one-shot-mid", Mode: subagent.ModeOneShot, Label: strp("one-shot-mid"), ParentID: "parent", Depth: 1},
+			{Kind: subagent.KindChild, ID: "deep-leaf", Mode: subagent.ModeContinuable, Label: strp("deep leaf"), ParentID: "one-shot-mid", Depth: 2},
+			{Kind: subagent.KindDiagnostic, ID: "broken-node", Reason: subagent.ReasonUnavailable, ParentID: "parent", Depth: 1},
+		}, ScopeDescendants, "deep-leaf [ready] parent=one-shot-mid depth=2 \u2014 deep leaf\nbroken-node [diagnostic: unavailable] parent=parent depth=1"},
+		{"X1 snapshot", []subagent.Row{child("33333333-3333-4333-8333-333333333333", "Reply with CHILD_OK", subagent.ModeContinuable)},
+			ScopeChildren, "33333333-3333-4333-8333-333333333333 [ready] \u2014 Reply with CHILD_OK"},
+		{"X2 descriptorless child", []subagent.Row{{Kind: subagent.KindDiagnostic, ID: "subagent-diagnostic-child", Reason: subagent.ReasonCorrupt}},
+			ScopeChildren, "subagent-diagnostic-child [diagnostic: corrupt]"},
+		{"leased child is running", []subagent.Row{{Kind: subagent.KindChild, ID: "c", Mode: subagent.ModeContinuable, Label: strp("busy"), Activity: subagent.ActivityRunning}},
+			ScopeChildren, "c [running] \u2014 busy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ListAgentsText(tt.rows, tt.scope); got != tt.want {
+				t.Errorf("got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// Labels reach the agents text byte for byte (DSH's exact text) off a
+// terminal, and escaped on one.
+func TestListAgentsTerminalEscaping(t *testing.T) {
+	rows := []subagent.Row{{Kind: subagent.KindChild, ID: "c", Mode: subagent.ModeContinuable, Label: strp("a\x1b[2Jb"), Activity: subagent.ActivityInactive}}
+	var pipe, tty bytes.Buffer
+	if err := New(&pipe, Options{Format: Agents}).Listing(rows, ScopeChildren); err != nil {
+		t.Fatal(err)
+	}
+	if err := New(&tty, Options{Format: Agents, TTY: true}).Listing(rows, ScopeChildren); err != nil {
+		t.Fatal(err)
+	}
+	if want := "c [ready] \u2014 a\x1b[2Jb\n"; pipe.String() != want {
+		t.Errorf("pipe = %q, want %q", pipe.String(), want)
+	}
+	if strings.Contains(tty.String(), "\x1b") || !strings.Contains(tty.String(), `a\x1b[2Jb`) {
+		t.Errorf("tty = %q, want the ESC escaped", tty.String())
+	}
+}
