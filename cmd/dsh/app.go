@@ -24,6 +24,7 @@ var commands = []func(*app) *cobra.Command{
 	newVersionCmd,
 	newConfigCmd,
 	newSessionCmd,
+	newCacheCmd,
 }
 
 // app is what every command runs with: the process's streams and the

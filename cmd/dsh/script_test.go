@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -85,6 +86,7 @@ func TestScripts(t *testing.T) {
 			"status":     cmdStatus,
 			"perm":       cmdPerm,
 			"load-jsonl": cmdLoadJSONL,
+			"sql":        cmdSQL,
 		},
 	})
 }
@@ -160,4 +162,43 @@ func cmdLoadJSONL(ts *testscript.TestScript, neg bool, args []string) {
 		_, err = s.ImportSession(ctx, h, events, tail)
 		ts.Check(err)
 	}
+}
+
+// sql DB STATEMENT runs one SQL statement against a database file the way a
+// user with the sqlite3 shell would, to damage or inspect what dsh wrote.
+// Rows of a query are printed to stdout, one per line, columns tab-separated.
+func cmdSQL(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: sql db statement")
+	}
+	db, err := sql.Open("sqlite", "file:"+ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer db.Close()
+	if verb := strings.ToUpper(strings.Fields(args[1])[0]); verb != "SELECT" && verb != "PRAGMA" {
+		_, err := db.Exec(args[1])
+		ts.Check(err)
+		return
+	}
+	rows, err := db.Query(args[1])
+	ts.Check(err)
+	defer rows.Close()
+	cols, err := rows.Columns()
+	ts.Check(err)
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		ts.Check(rows.Scan(ptrs...))
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				v = string(b)
+			}
+			parts[i] = fmt.Sprint(v)
+		}
+		fmt.Fprintln(ts.Stdout(), strings.Join(parts, "\t"))
+	}
+	ts.Check(rows.Err())
 }

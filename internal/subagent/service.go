@@ -3,6 +3,7 @@ package subagent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/dsh-project/dsh/internal/corpus"
@@ -79,4 +80,38 @@ func (c CacheIdentities) CachedSubagentViews(ctx context.Context, headers []sess
 		}
 	}
 	return views, nil
+}
+
+// Checkpoints is a dsh store's checkpoint cache together with the readers
+// its maintenance (stats, verify, rebuild) needs.
+type Checkpoints struct {
+	Cache  *projcache.Cache
+	Read   projcache.ReadFunc
+	Header projcache.HeaderFunc
+}
+
+// StoreCheckpoints returns the checkpoint cache of store, folded with dsh's
+// registry. Reads go through the store's read-only Inspect (the valid
+// stored prefix), and an unknown session is reported as gone.
+func StoreCheckpoints(store *sqlitepersist.Store) Checkpoints {
+	gone := func(err error) error {
+		if errors.Is(err, sqlitepersist.ErrNotFound) {
+			return fmt.Errorf("%w: %w", projcache.ErrSessionGone, err)
+		}
+		return err
+	}
+	return Checkpoints{
+		Cache: projcache.NewCache(store.Querier(), NewRegistry()),
+		Read: func(ctx context.Context, id string) (session.Header, []session.Event, error) {
+			in, err := store.Inspect(ctx, id)
+			if err != nil {
+				return session.Header{}, nil, gone(err)
+			}
+			return in.Header, in.Events, nil
+		},
+		Header: func(ctx context.Context, id string) (session.Header, error) {
+			h, err := store.Header(ctx, id)
+			return h, gone(err)
+		},
+	}
 }

@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/internal/subagent"
+)
+
+func newCacheCmd(a *app) *cobra.Command {
+	return newGroupCmd("cache", "Maintain the projection checkpoint cache",
+		`The checkpoint cache holds, per session, the folded state of dsh's projection
+units (the subagent identity) so that a listing serves cold children without
+reading their logs. It is derived data: a record that does not match its
+session's lifecycle, a unit's state version, or does not decode is ignored.`,
+		newCacheStatsCmd(a), newCacheVerifyCmd(a), newCacheRebuildCmd(a), newCacheClearCmd(a))
+}
+
+// cacheStatsView is `dsh cache stats` output.
+type cacheStatsView struct {
+	Records  int `json:"records"`
+	Stale    int `json:"stale"`
+	Foreign  int `json:"foreign"`
+	Poisoned int `json:"poisoned"`
+	Orphaned int `json:"orphaned"`
+	// Units counts records per unit key and stored state version.
+	Units map[string]map[string]int `json:"units"`
+}
+
+func newCacheStatsCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "stats",
+		Short: "Count checkpoint records and the ones a reader would ignore",
+		Long: `Count the checkpoint records, per unit and state version, and those a reader
+ignores: stale (a registered unit's row missing or at another state version),
+foreign (written for another lifecycle of the session id), poisoned (does not
+decode) and orphaned (the session is gone). Read-only; reads no event log.
+
+` + exitStatusHelp(),
+		Example: "  dsh cache stats\n  dsh cache stats -o json",
+		Args:    exactArgs(),
+	}
+	out := addOutputFlag(cmd, render.Table, render.JSON)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		p, err := out.printer(a, cmd)
+		if err != nil {
+			return err
+		}
+		return runCacheStats(cmd.Context(), a, p)
+	}
+	return cmd
+}
+
+func runCacheStats(ctx context.Context, a *app, p *render.Printer) (err error) {
+	s, err := a.openStoreReadOnly(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	var st projcache.Stats
+	err = s.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
+		cp := subagent.StoreCheckpoints(view)
+		st, err = cp.Cache.Stats(ctx, cp.Header)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	v := cacheStatsView{Records: st.Records, Stale: st.Stale, Foreign: st.Foreign, Poisoned: st.Poisoned, Orphaned: st.Orphaned, Units: map[string]map[string]int{}}
+	fields := []render.Field{
+		{Name: "records", Value: strconv.Itoa(st.Records)},
+		{Name: "stale", Value: strconv.Itoa(st.Stale)},
+		{Name: "foreign", Value: strconv.Itoa(st.Foreign)},
+		{Name: "poisoned", Value: strconv.Itoa(st.Poisoned)},
+		{Name: "orphaned", Value: strconv.Itoa(st.Orphaned)},
+	}
+	keys := make([]string, 0, len(st.Units))
+	for k := range st.Units {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v.Units[k] = map[string]int{}
+		vers := make([]int, 0, len(st.Units[k]))
+		for ver := range st.Units[k] {
+			vers = append(vers, ver)
+		}
+		sort.Ints(vers)
+		for _, ver := range vers {
+			v.Units[k][strconv.Itoa(ver)] = st.Units[k][ver]
+			fields = append(fields, render.Field{Name: fmt.Sprintf("unit %s v%d", k, ver), Value: strconv.Itoa(st.Units[k][ver])})
+		}
+	}
+	return p.Record(v, fields)
+}
+
+// cacheFindingView is one finding of verify or rebuild.
+type cacheFindingView struct {
+	Session string `json:"sessionId"`
+	Unit    string `json:"unit,omitempty"`
+	Kind    string `json:"kind"`
+	Reason  string `json:"reason"`
+}
+
+func findingView(f projcache.Finding) cacheFindingView {
+	return cacheFindingView{Session: f.SessionID, Unit: f.Key, Kind: string(f.Kind), Reason: f.Reason}
+}
+
+var cacheFindingColumns = []render.Column[cacheFindingView]{
+	{Header: "SESSION", Value: func(f cacheFindingView) string { return f.Session }},
+	{Header: "UNIT", Value: func(f cacheFindingView) string { return f.Unit }},
+	{Header: "KIND", Value: func(f cacheFindingView) string { return f.Kind }},
+	{Header: "REASON", Value: func(f cacheFindingView) string { return f.Reason }},
+}
+
+// cacheTargets resolves `[ID…|--all]`: the named sessions, or with --all
+// every record (verify) or every session of the store (rebuild).
+func cacheTargets(cmd *cobra.Command, args []string, all bool) ([]string, error) {
+	switch {
+	case all && len(args) > 0:
+		return nil, dsherr.New(dsherr.Usage, "%s: give session ids or --all, not both", cmd.CommandPath())
+	case !all && len(args) == 0:
+		return nil, dsherr.New(dsherr.Usage, "%s: give session ids or --all", cmd.CommandPath())
+	}
+	if all {
+		return nil, nil // nil, not empty: projcache reads nil as "every record"
+	}
+	for _, id := range args {
+		if err := checkSessionID(cmd.CommandPath(), id); err != nil {
+			return nil, err
+		}
+	}
+	return args, nil
+}
+
+func newCacheVerifyCmd(a *app) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "verify [ID…|--all]",
+		Short: "Refold sessions from their logs and report records that disagree",
+		Long: `Refold each checkpoint record's session from its stored log and report every
+record that disagrees: a row whose state differs from the refold at the row's
+own seq (mismatch), a watermark beyond the log (ahead), a missing or outdated
+unit row (stale), another lifecycle's record (foreign), bytes that do not
+decode (poisoned), a gone session (orphan), an unreadable log. A record that
+merely lags the log is not a finding. Read-only.
+
+` + exitStatusHelp(exitLine{1, "verified, and some record disagrees with its log"}),
+		Example: "  dsh cache verify --all\n  dsh cache verify 7cc39d3a-da07-4b5f-9b28-59bc4f2fe550 -o json",
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "verify every record")
+	out := addOutputFlag(cmd, render.Table, render.JSON, render.JSONL)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ids, err := cacheTargets(cmd, args, all)
+		if err != nil {
+			return err
+		}
+		p, err := out.printer(a, cmd)
+		if err != nil {
+			return err
+		}
+		return runCacheVerify(cmd.Context(), a, p, ids)
+	}
+	return cmd
+}
+
+func runCacheVerify(ctx context.Context, a *app, p *render.Printer, ids []string) (err error) {
+	s, err := a.openStoreReadOnly(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	var rep projcache.VerifyReport
+	err = s.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
+		cp := subagent.StoreCheckpoints(view)
+		rep, err = cp.Cache.Verify(ctx, cp.Read, ids)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range rep.NoRecord {
+		a.warn(fmt.Sprintf("%s: no checkpoint record", id))
+	}
+	l := render.NewList(p, cacheFindingColumns)
+	for _, f := range rep.Findings {
+		if err := l.Add(findingView(f)); err != nil {
+			return err
+		}
+	}
+	if err := l.Close(); err != nil {
+		return err
+	}
+	if len(rep.Findings) > 0 {
+		return failedCheck("cache verify: %d finding(s) in %d record(s) checked", len(rep.Findings), rep.Checked)
+	}
+	return nil
+}
+
+func newCacheRebuildCmd(a *app) *cobra.Command {
+	var all bool
+	var mode progressMode
+	cmd := &cobra.Command{
+		Use:   "rebuild [ID…|--all]",
+		Short: "Refold sessions from their logs and rewrite their records",
+		Long: `Refold each named session (--all: every session in the database) from its
+stored log and replace its checkpoint record. Each session is rewritten in one
+statement, so an interrupted rebuild leaves every record either old or new. A
+record whose session is gone or whose log cannot be read is removed. A progress
+bar is drawn on stderr when it is a terminal.
+
+` + exitStatusHelp(),
+		Example: "  dsh cache rebuild --all\n  dsh cache rebuild 7cc39d3a-da07-4b5f-9b28-59bc4f2fe550",
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "rebuild the record of every session")
+	cmd.Flags().BoolVar(&mode.force, "progress", false, "draw a progress bar even when stderr is not a terminal")
+	cmd.Flags().BoolVar(&mode.quiet, "quiet", false, "never draw a progress bar")
+	out := addOutputFlag(cmd, render.Table, render.JSON, render.JSONL)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ids, err := cacheTargets(cmd, args, all)
+		if err != nil {
+			return err
+		}
+		p, err := out.printer(a, cmd)
+		if err != nil {
+			return err
+		}
+		return runCacheRebuild(cmd.Context(), a, p, ids, all, mode)
+	}
+	return cmd
+}
+
+func runCacheRebuild(ctx context.Context, a *app, p *render.Printer, ids []string, all bool, mode progressMode) (err error) {
+	s, err := a.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	if all {
+		ids = []string{}
+		if err := s.ListHeaders(ctx, func(h session.Header) error {
+			ids = append(ids, h.ID)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	cp := subagent.StoreCheckpoints(s)
+	step, finish := a.progress(mode, "rebuild", len(ids))
+	rep, err := cp.Cache.Rebuild(ctx, cp.Read, ids, func(done, _ int) { step(done) })
+	finish()
+	if err != nil {
+		return err
+	}
+	l := render.NewList(p, cacheFindingColumns)
+	for _, f := range append(rep.Removed, rep.UnitFailures...) {
+		if err := l.Add(findingView(f)); err != nil {
+			return err
+		}
+	}
+	if err := l.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "dsh: rebuilt %d record(s), removed %d\n", rep.Rewritten, len(rep.Removed))
+	return nil
+}
+
+func newCacheClearCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "clear",
+		Short: "Delete every checkpoint record",
+		Long: `Delete every checkpoint record. Listings then read each cold child's log
+until records are written again (by start, resume, import or cache rebuild).
+Prints the number of records removed.
+
+` + exitStatusHelp(),
+		Example: "  dsh cache clear",
+		Args:    exactArgs(),
+	}
+	cmd.RunE = func(cmd *cobra.Command, _ []string) (err error) {
+		s, err := a.openStore(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer closeStore(s, &err)
+		n, err := subagent.StoreCheckpoints(s).Cache.Clear(cmd.Context())
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(a.stdout, n)
+		return err
+	}
+	return cmd
+}
