@@ -1,0 +1,336 @@
+package sqlitepersist
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/dsherr"
+)
+
+// Lease sentinels, matched with errors.Is. The errors the lease methods
+// return wrap them in a *dsherr.Error with code NOT_DELIVERED (exit 4).
+var (
+	// ErrLeaseHeld: another live process holds the session.
+	ErrLeaseHeld = errors.New("session is held by another live process")
+	// ErrLeaseLost: the caller's lease was taken over (it had expired and
+	// another process acquired it) or released; the caller must stop
+	// writing.
+	ErrLeaseLost = errors.New("lease lost")
+)
+
+// LeaseHolder identifies a process that holds leases and fixes their timing.
+type LeaseHolder struct {
+	// ID is unique per holding process run; ownership is decided on it.
+	ID string
+	// PID and Host are recorded so people (and diagnose) can find the holder.
+	PID  int
+	Host string
+	// TTL is how long a lease lives after each acquisition or heartbeat.
+	TTL time.Duration
+	// Now is the holder's clock; nil means time.Now. Leases compare wall
+	// clocks of processes on one machine, so it is never a test clock in
+	// production.
+	Now func() time.Time
+}
+
+// NewLeaseHolder returns a holder for this process: a fresh random id, this
+// process's pid and host name, and the given TTL.
+func NewLeaseHolder(ttl time.Duration) LeaseHolder {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return LeaseHolder{ID: uuid.NewString(), PID: os.Getpid(), Host: host, TTL: ttl}
+}
+
+func (h LeaseHolder) now() int64 {
+	if h.Now == nil {
+		return time.Now().UnixMilli()
+	}
+	return h.Now().UnixMilli()
+}
+
+func (h LeaseHolder) check() error {
+	if h.ID == "" {
+		return dsherr.New(dsherr.Internal, "lease holder has no id")
+	}
+	if h.TTL <= 0 {
+		return dsherr.New(dsherr.InvalidInput, "lease TTL must be positive (got %s)", h.TTL)
+	}
+	return nil
+}
+
+// LiveSnapshot is what a holder publishes about the session it runs: the
+// view of its `subagent` projection unit as of AsOfSeq. Subagent nil means
+// nothing published yet (it is then stored as NULL with AsOfSeq).
+type LiveSnapshot struct {
+	Subagent json.RawMessage
+	AsOfSeq  int64
+	// UnitFailure is set when the holder's projection unit failed.
+	UnitFailure string
+}
+
+// Lease is one row of the lease table. Times are epoch milliseconds.
+type Lease struct {
+	SessionID   string
+	Holder      string
+	PID         int
+	Host        string
+	AcquiredAt  int64
+	HeartbeatAt int64
+	ExpiresAt   int64
+	// Snapshot is the published live snapshot, nil when none yet.
+	Snapshot *LiveSnapshot
+}
+
+// Expired reports whether the lease's holder stopped renewing it: a lease
+// expiring at or before now no longer makes its session live.
+func (l Lease) Expired(now time.Time) bool { return l.ExpiresAt <= now.UnixMilli() }
+
+// LeaseHeldError names the live holder that refused an acquisition.
+type LeaseHeldError struct {
+	Lease Lease
+	// Now is when the acquirer looked, epoch ms.
+	Now int64
+}
+
+func (e *LeaseHeldError) Error() string {
+	l := e.Lease
+	return fmt.Sprintf("session %q is held by another live process (pid %d on %s, holder %s, lease expires in %s); not delivered",
+		l.SessionID, l.PID, l.Host, l.Holder, time.Duration(l.ExpiresAt-e.Now)*time.Millisecond)
+}
+
+func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
+
+func leaseLost(id string, h LeaseHolder) error {
+	return &dsherr.Error{
+		Code: dsherr.NotDelivered,
+		Msg:  fmt.Sprintf("session %q: the lease of holder %s was taken over or released; not delivered", id, h.ID),
+		Err:  ErrLeaseLost,
+	}
+}
+
+const leaseColumns = "session_id, holder, pid, host, acquired_at, heartbeat_at, expires_at, subagent, as_of_seq, unit_failure"
+
+// leaseRow holds a lease row's nullable columns while scanning.
+type leaseRow struct {
+	l                 Lease
+	subagent, failure sql.NullString
+	asOf              sql.NullInt64
+}
+
+func (r *leaseRow) targets() []any {
+	return []any{&r.l.SessionID, &r.l.Holder, &r.l.PID, &r.l.Host, &r.l.AcquiredAt, &r.l.HeartbeatAt, &r.l.ExpiresAt,
+		&r.subagent, &r.asOf, &r.failure}
+}
+
+func (r *leaseRow) lease() Lease {
+	l := r.l
+	if r.subagent.Valid || r.failure.Valid {
+		l.Snapshot = &LiveSnapshot{AsOfSeq: r.asOf.Int64, UnitFailure: r.failure.String}
+		if r.subagent.Valid {
+			l.Snapshot.Subagent = json.RawMessage(r.subagent.String)
+		}
+	}
+	return l
+}
+
+func scanLease(sc rowScanner) (Lease, error) {
+	var r leaseRow
+	if err := sc.Scan(r.targets()...); err != nil {
+		return Lease{}, err
+	}
+	return r.lease(), nil
+}
+
+// snapshotArgs are the subagent, as_of_seq and unit_failure column values.
+func snapshotArgs(snap LiveSnapshot) ([]any, error) {
+	args := []any{nil, nil, nil}
+	if snap.Subagent != nil {
+		if !json.Valid(snap.Subagent) {
+			return nil, dsherr.New(dsherr.Internal, "published subagent view is not JSON")
+		}
+		args[0], args[1] = string(snap.Subagent), snap.AsOfSeq
+	}
+	if snap.UnitFailure != "" {
+		args[2] = snap.UnitFailure
+	}
+	return args, nil
+}
+
+// AcquireLease takes the lease on session id for h, as a compare-and-set in
+// one BEGIN IMMEDIATE transaction (or inside the caller's WriteTx, so a
+// session can be created and leased atomically). A lease h already holds is
+// renewed. An unexpired lease of another holder refuses the acquisition with
+// an error wrapping *LeaseHeldError (code NOT_DELIVERED) and nothing is
+// written; an expired one — a crashed holder — is taken over and returned as
+// replaced. The new lease has no published snapshot. An unknown session is
+// an error wrapping ErrNotFound.
+func (s *Store) AcquireLease(ctx context.Context, id string, h LeaseHolder) (replaced *Lease, err error) {
+	if err := h.check(); err != nil {
+		return nil, err
+	}
+	err = s.write(ctx, func(q Querier) error {
+		var exists bool
+		if err := q.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)", id).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return notFound(id)
+		}
+		now := h.now()
+		cur, err := scanLease(q.QueryRowContext(ctx, "SELECT "+leaseColumns+" FROM leases WHERE session_id = ?", id))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		case cur.Holder == h.ID:
+		case cur.ExpiresAt > now:
+			held := &LeaseHeldError{Lease: cur, Now: now}
+			return &dsherr.Error{Code: dsherr.NotDelivered, Msg: held.Error(), Err: held}
+		default:
+			replaced = &cur
+		}
+		_, err = q.ExecContext(ctx, `INSERT OR REPLACE INTO leases (`+leaseColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, NULL, NULL, NULL)`,
+			id, h.ID, h.PID, h.Host, now, now, now+h.TTL.Milliseconds())
+		return err
+	})
+	if err != nil {
+		return nil, s.storeError(err, "acquire lease on session "+id)
+	}
+	return replaced, nil
+}
+
+// HeartbeatLease renews h's lease on session id for another TTL and, when
+// snap is not nil, publishes it in the same statement. A lease that is no
+// longer h's (taken over after it expired, or released) is an error
+// wrapping ErrLeaseLost, and nothing is written. Called inside a WriteTx
+// before an append, it makes the append conditional on still holding the
+// lease and publishes the snapshot atomically with the events it covers.
+func (s *Store) HeartbeatLease(ctx context.Context, id string, h LeaseHolder, snap *LiveSnapshot) error {
+	if err := h.check(); err != nil {
+		return err
+	}
+	now := h.now()
+	query := "UPDATE leases SET heartbeat_at = ?, expires_at = ? WHERE session_id = ? AND holder = ?"
+	args := []any{now, now + h.TTL.Milliseconds(), id, h.ID}
+	if snap != nil {
+		published, err := snapshotArgs(*snap)
+		if err != nil {
+			return err
+		}
+		query = "UPDATE leases SET heartbeat_at = ?, expires_at = ?, subagent = ?, as_of_seq = ?, unit_failure = ? WHERE session_id = ? AND holder = ?"
+		args = append(append(args[:2:2], published...), id, h.ID)
+	}
+	err := s.write(ctx, func(q Querier) error {
+		return execOwned(ctx, q, id, h, query, args...)
+	})
+	if err != nil {
+		return s.storeError(err, "renew lease on session "+id)
+	}
+	return nil
+}
+
+// ReleaseLease deletes h's lease on session id. A lease that is no longer
+// h's is left alone and reported as an error wrapping ErrLeaseLost.
+func (s *Store) ReleaseLease(ctx context.Context, id string, h LeaseHolder) error {
+	err := s.write(ctx, func(q Querier) error {
+		return execOwned(ctx, q, id, h, "DELETE FROM leases WHERE session_id = ? AND holder = ?", id, h.ID)
+	})
+	if err != nil {
+		return s.storeError(err, "release lease on session "+id)
+	}
+	return nil
+}
+
+// execOwned runs a statement that touches only h's own lease row and turns
+// "no such row" into ErrLeaseLost.
+func execOwned(ctx context.Context, q Querier, id string, h LeaseHolder, query string, args ...any) error {
+	res, err := q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return leaseLost(id, h)
+	}
+	return nil
+}
+
+// Leases lists every lease row, expired ones included (a crashed holder's
+// lease stays until it is taken over), in session id order.
+func (s *Store) Leases(ctx context.Context) ([]Lease, error) {
+	rows, err := s.Querier().QueryContext(ctx, "SELECT "+leaseColumns+" FROM leases ORDER BY session_id")
+	if err != nil {
+		return nil, s.storeError(err, "list leases")
+	}
+	defer rows.Close()
+	var out []Lease
+	for rows.Next() {
+		l, err := scanLease(rows)
+		if err != nil {
+			return nil, s.storeError(err, "list leases")
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.storeError(err, "list leases")
+	}
+	return out, nil
+}
+
+// LiveSessions implements corpus.LiveSource: every session with an
+// unexpired lease, with its stored header and the holder's published
+// snapshot. It reads the lease and sessions tables only, never a log.
+func (s *Store) LiveSessions(ctx context.Context) (map[string]corpus.Live, error) {
+	rows, err := s.Querier().QueryContext(ctx,
+		"SELECT "+qualified("l", leaseColumns)+", "+qualified("s", headerColumns)+
+			" FROM leases l JOIN sessions s ON s.id = l.session_id WHERE l.expires_at > ?",
+		time.Now().UnixMilli())
+	if err != nil {
+		return nil, s.storeError(err, "list live sessions")
+	}
+	defer rows.Close()
+	live := map[string]corpus.Live{}
+	for rows.Next() {
+		var (
+			lr leaseRow
+			hr headerRow
+		)
+		if err := rows.Scan(append(lr.targets(), hr.targets()...)...); err != nil {
+			return nil, s.storeError(err, "list live sessions")
+		}
+		l := lr.lease()
+		rec := corpus.Live{Holder: l.Holder, Header: hr.header()}
+		if snap := l.Snapshot; snap != nil {
+			rec.Subagent, rec.AsOfSeq, rec.UnitFailure = snap.Subagent, snap.AsOfSeq, snap.UnitFailure
+		}
+		live[l.SessionID] = rec
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.storeError(err, "list live sessions")
+	}
+	return live, nil
+}
+
+// qualified prefixes every column of a comma-separated list with table.
+func qualified(table, columns string) string {
+	cols := strings.Split(columns, ", ")
+	for i, c := range cols {
+		cols[i] = table + "." + c
+	}
+	return strings.Join(cols, ", ")
+}
