@@ -77,6 +77,9 @@ func (l *Lister) ResolveDescendants(ctx context.Context, root string) ([]Resolut
 
 // ResolveRecords runs the ladder over records the caller enumerated itself.
 func (l *Lister) ResolveRecords(ctx context.Context, recs []corpus.Record, placed bool) ([]Resolution, error) {
+	if err := l.mounted(false); err != nil {
+		return nil, err
+	}
 	if err := checkCancelled(ctx); err != nil {
 		return nil, err
 	}
@@ -111,6 +114,9 @@ func (l *Lister) ResolveRecords(ctx context.Context, recs []corpus.Record, place
 }
 
 func (l *Lister) resolve(ctx context.Context, enumerate func(*corpus.Corpus) ([]corpus.Record, error), placed bool) ([]Resolution, error) {
+	if err := l.mounted(true); err != nil {
+		return nil, err
+	}
 	if err := checkCancelled(ctx); err != nil {
 		return nil, err
 	}
@@ -129,6 +135,20 @@ func (l *Lister) resolve(ctx context.Context, enumerate func(*corpus.Corpus) ([]
 		return nil, err
 	}
 	return l.ResolveRecords(ctx, recs, placed)
+}
+
+// mounted is DSH's first preparation step: a listing without the projection
+// registry or the session store fails before anything else, cancellation
+// included, even when there would be no children. dsh always wires both
+// (NewStoreLister); this turns a wiring mistake into an error, not a crash.
+func (l *Lister) mounted(enumerates bool) error {
+	switch {
+	case l.Units == nil:
+		return dsherr.New(dsherr.Internal, "listing subagents requires the projection registry")
+	case enumerates && l.Headers == nil, l.Cold == nil:
+		return dsherr.New(dsherr.Internal, "listing subagents requires the session store")
+	}
+	return nil
 }
 
 func checkCancelled(ctx context.Context) error {
