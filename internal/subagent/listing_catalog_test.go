@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/projcache"
@@ -22,8 +23,9 @@ import (
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
-// L1: a live child that was never persisted lists as running, from its
-// holder's snapshot alone.
+// L1: a live child with nothing persisted but its header (a dsh holder
+// creates the header and takes the lease together) lists as running, from
+// its holder's snapshot alone.
 func TestL01LiveOnlyChild(t *testing.T) {
 	c := newCatalog(t)
 	c.holdLive(liveHeader("live-only-child", "live-only-parent", 1), identityView("live-only child", 1))
@@ -398,11 +400,7 @@ func TestL24LaterRevisionLiveChildConsultsOnlySubagentUnit(t *testing.T) {
 	c := newCatalog(t)
 	c.holdLive(liveHeader("live-poisoned", "parent", 1), identityView("poison me", 1))
 	c.holdLive(liveHeader("live-healthy", "parent", 2), identityView("live healthy", 1))
-	failing := liveHeader("live-unit-failed", "parent", 3)
-	c.holdLive(failing, "")
-	l := c.live[failing.ID]
-	l.UnitFailure = "subagent view failed"
-	c.live[failing.ID] = l
+	c.holdLiveSnapshot(liveHeader("live-unit-failed", "parent", 3), "", "subagent view failed")
 	lister := c.lister()
 	if err := lister.Units.Register(hostileUnit{}); err != nil {
 		t.Fatal(err)
@@ -752,17 +750,23 @@ func TestD04Cycle(t *testing.T) {
 	expectRows(t, rows, err, `cycle-node continuable "cycle child" inactive parent=cycle-root depth=1`)
 }
 
-// D5: a chain of 9,999 ordinary live sessions ending in a live subagent leaf
-// is walked without recursion.
-func TestD05DeepLiveChain(t *testing.T) {
+// D5: a chain of 9,999 ordinary sessions ending in a live subagent leaf is
+// walked without recursion.
+func TestD05DeepChainToLiveLeaf(t *testing.T) {
 	c := newCatalog(t)
 	parent := "parent"
-	for n := 1; n <= 9999; n++ {
-		id := fmt.Sprintf("deep-ordinary-%d", n)
-		h := liveHeader(id, parent, int64(n))
-		h.Origin = nil
-		c.holdLive(h, "")
-		parent = id
+	err := c.st.WriteTx(c.ctx, func(tx *sqlitepersist.Store) error {
+		for n := 1; n <= 9999; n++ {
+			id := fmt.Sprintf("deep-ordinary-%d", n)
+			if err := tx.CreateSession(c.ctx, authoredHeader(id, under(parent), ordinary(), created(int64(n))), nil); err != nil {
+				return err
+			}
+			parent = id
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	c.holdLive(liveHeader("deep-subagent-leaf", parent, 10000), identityView("deep leaf", 1))
 	rows, err := c.descendants(c.lister(), "parent")
@@ -926,4 +930,36 @@ func TestTornTailIsNotAFailure(t *testing.T) {
 	}
 	rows, err := c.children(c.lister(), "parent")
 	expectRows(t, rows, err, `torn continuable "torn but fine" inactive`)
+}
+
+// A crashed holder's lease expires: the child is no longer running and is
+// read from its log like any cold child.
+func TestExpiredLeaseIsInactive(t *testing.T) {
+	c := newCatalog(t)
+	h := c.author("crashed", childEvents(desc("left behind")).events)
+	crashed := sqlitepersist.NewLeaseHolder(time.Minute)
+	crashed.Now = func() time.Time { return time.Now().Add(-time.Hour) }
+	if _, err := c.st.AcquireLease(c.ctx, h.ID, crashed); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := c.children(c.lister(), "parent")
+	expectRows(t, rows, err, `crashed continuable "left behind" inactive`)
+	if n := c.reads.count("crashed"); n != 1 {
+		t.Errorf("read %d times, want 1", n)
+	}
+}
+
+// A live record replaces the persisted one wholesale (DSH's accepted
+// deviation #3): a live header naming another parent moves the child, and
+// the stored header is not consulted.
+func TestLiveHeaderWinsWholesale(t *testing.T) {
+	c := newCatalog(t)
+	c.root("other-parent")
+	c.author("moving", childEvents(desc("stored")).events)
+	l := c.lister()
+	l.Live = liveHolders{"moving": {Holder: "elsewhere", Header: liveHeader("moving", "other-parent", 1), Subagent: []byte(identityView("live label", 2))}}
+	rows, err := c.children(l, "parent")
+	expectRows(t, rows, err)
+	rows, err = c.children(l, "other-parent")
+	expectRows(t, rows, err, `moving continuable "live label" running`)
 }

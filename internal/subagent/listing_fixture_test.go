@@ -3,10 +3,12 @@ package subagent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -21,20 +23,22 @@ import (
 // (semantics §10) on a real dsh store: a root session "parent", children
 // authored through the store's write paths, children "started" the way a dsh
 // writer lays them out (checkpoint included), and live holders published
-// through a corpus.LiveSource — the live-holder side, not a store stand-in.
+// through real leases with published snapshots.
 type catalog struct {
 	t     *testing.T
 	ctx   context.Context
 	st    *sqlitepersist.Store
-	live  liveHolders
-	clock int64
+	// holder is the live process holding leased sessions; its leases
+	// outlive any test.
+	holder sqlitepersist.LeaseHolder
+	clock  int64
 	// reads observes every cold read of the listers this fixture builds.
 	reads *observedReader
 }
 
 func newCatalog(t *testing.T) *catalog {
 	t.Helper()
-	c := &catalog{t: t, ctx: context.Background(), st: openTestStore(t), live: liveHolders{}, clock: 1_789_000_000_000}
+	c := &catalog{t: t, ctx: context.Background(), st: openTestStore(t), holder: sqlitepersist.NewLeaseHolder(time.Hour), clock: 1_789_000_000_000}
 	c.root("parent")
 	return c
 }
@@ -64,7 +68,7 @@ func (c *catalog) lister() *Lister {
 // cachedLister is the store-backed lister with the checkpoint cache mounted,
 // as `dsh list` builds it.
 func (c *catalog) cachedLister() *Lister {
-	l := NewStoreLister(c.st, c.live, 0)
+	l := NewStoreLister(c.st, c.st, 0)
 	c.reads = &observedReader{ColdReader: l.Cold, counts: map[string]int{}}
 	l.Cold = c.reads
 	return l
@@ -185,14 +189,37 @@ func (c *catalog) exec(query string, args ...any) {
 	}
 }
 
-// holdLive publishes a live holder for h with the given raw subagent view
-// (nil = no snapshot published yet).
+// holdLive makes h's session live the way a running dsh process does: its
+// header is in the store (created now, with no events, if it is not there
+// yet) and a holder leases it. view is the holder's published raw subagent
+// view; "" = nothing published yet.
 func (c *catalog) holdLive(h session.Header, view string) {
-	l := corpus.Live{Holder: "holder-" + h.ID, Header: h}
-	if view != "" {
-		l.Subagent = json.RawMessage(view)
+	c.t.Helper()
+	c.holdLiveSnapshot(h, view, "")
+}
+
+// holdLiveSnapshot is holdLive with a holder whose subagent unit failed when
+// unitFailure is set.
+func (c *catalog) holdLiveSnapshot(h session.Header, view, unitFailure string) {
+	c.t.Helper()
+	if _, err := c.st.Header(c.ctx, h.ID); errors.Is(err, sqlitepersist.ErrNotFound) {
+		if err := c.st.CreateSession(c.ctx, h, nil); err != nil {
+			c.t.Fatal(err)
+		}
 	}
-	c.live[h.ID] = l
+	if _, err := c.st.AcquireLease(c.ctx, h.ID, c.holder); err != nil {
+		c.t.Fatal(err)
+	}
+	if view == "" && unitFailure == "" {
+		return
+	}
+	snap := &sqlitepersist.LiveSnapshot{UnitFailure: unitFailure}
+	if view != "" {
+		snap.Subagent = json.RawMessage(view)
+	}
+	if err := c.st.HeartbeatLease(c.ctx, h.ID, c.holder, snap); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // liveHeader is the header of a live subagent child of parent.
@@ -207,8 +234,9 @@ func identityView(label string, seq int64) string {
 	return `{"mode":"continuable","label":` + jsjson.String(label) + `,"seq":` + fmt.Sprint(seq) + `}`
 }
 
-// liveHolders is the live-holder side of the corpus: what running processes
-// publish about the sessions they hold.
+// liveHolders is a live-holder side that is not backed by the store's lease
+// table, for merge rules a store cannot produce (a live header that
+// disagrees with the stored one).
 type liveHolders map[string]corpus.Live
 
 func (m liveHolders) LiveSessions(context.Context) (map[string]corpus.Live, error) { return m, nil }
