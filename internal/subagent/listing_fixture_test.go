@@ -25,9 +25,9 @@ import (
 // writer lays them out (checkpoint included), and live holders published
 // through real leases with published snapshots.
 type catalog struct {
-	t     *testing.T
-	ctx   context.Context
-	st    *sqlitepersist.Store
+	t   *testing.T
+	ctx context.Context
+	st  *sqlitepersist.Store
 	// holder is the live process holding leased sessions; its leases
 	// outlive any test.
 	holder sqlitepersist.LeaseHolder
