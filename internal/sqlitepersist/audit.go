@@ -1,0 +1,176 @@
+package sqlitepersist
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// SeqGap is a run of seqs missing from a session's stored rows: every seq
+// from From to To (inclusive) is absent although a later row exists. Only a
+// faithful import or damage outside dsh can leave one.
+type SeqGap struct {
+	From, To int64
+}
+
+// AuditRead is a session read for diagnosis: everything Inspect sees, with
+// the verdict kept apart from the data instead of replacing it.
+type AuditRead struct {
+	Header session.Header
+	// Events is the contiguous decodable prefix of the log (what Inspect
+	// returns when ReadErr is nil); nil when a committed row is corrupt.
+	Events []session.Event
+	// Torn is the torn tail a reader cuts off, nil when none.
+	Torn *TornTail
+	// Closers are what Load would append to close an interrupted turn.
+	Closers []session.Event
+	// Gaps lists the holes in the stored seqs, in order, including rows
+	// after a torn tail's start.
+	Gaps []SeqGap
+	// Verified reports the log is recorded as validated by dsh's writes.
+	Verified bool
+	// ReadErr is exactly the error Inspect returns for this log (nil when
+	// it reads): one wrapping *session.ValidationError or ErrCorrupt.
+	ReadErr error
+}
+
+// Audit reads session id without changing anything and reports the raw
+// facts a reader normally hides: the stored seqs' gaps and, next to the
+// valid prefix, the reason the log cannot be read, if any. Only a failure to
+// read the store (or an unknown id, wrapping ErrNotFound) is an error.
+func (s *Store) Audit(ctx context.Context, id string) (*AuditRead, error) {
+	var a *AuditRead
+	err := s.read(ctx, func(q Querier) error {
+		gaps, err := seqGaps(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		log, err := scanLog(ctx, q, id)
+		if errors.Is(err, ErrCorrupt) {
+			h, herr := readSessionState(ctx, q, id)
+			if herr != nil {
+				return herr
+			}
+			a = &AuditRead{Header: h.header, Gaps: gaps, Verified: h.verified, ReadErr: err}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		a = &AuditRead{
+			Header:   log.state.header,
+			Events:   log.events,
+			Torn:     log.torn,
+			Gaps:     gaps,
+			Verified: log.state.verified,
+		}
+		// The same verdict, in the same order, as Inspect.
+		if err := session.ValidateLog(log.state.header, log.events); err != nil {
+			a.ReadErr = failedValidation(id, err)
+			return nil
+		}
+		a.Closers = session.InterruptedTurnClosers(log.events)
+		return nil
+	})
+	if err != nil {
+		return nil, s.storeError(err, "audit session "+id)
+	}
+	return a, nil
+}
+
+// seqGaps finds the holes in session id's stored seqs with one pass over its
+// primary-key range.
+func seqGaps(ctx context.Context, q Querier, id string) ([]SeqGap, error) {
+	rows, err := q.QueryContext(ctx, `SELECT prev + 1, seq - 1 FROM (
+		SELECT seq, LAG(seq, 1, -1) OVER (ORDER BY seq) AS prev
+		  FROM events WHERE session_id = ?)
+		WHERE seq > prev + 1 ORDER BY seq`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var gaps []SeqGap
+	for rows.Next() {
+		var g SeqGap
+		if err := rows.Scan(&g.From, &g.To); err != nil {
+			return nil, err
+		}
+		gaps = append(gaps, g)
+	}
+	return gaps, rows.Err()
+}
+
+// CountSessions counts the stored sessions, or only those with origin
+// "subagent" when subagentOnly is set.
+func (s *Store) CountSessions(ctx context.Context, subagentOnly bool) (int, error) {
+	query := "SELECT count(*) FROM sessions"
+	if subagentOnly {
+		query += " WHERE origin = 'subagent'"
+	}
+	var n int
+	if err := s.Querier().QueryRowContext(ctx, query).Scan(&n); err != nil {
+		return 0, s.storeError(err, "count sessions")
+	}
+	return n, nil
+}
+
+// EachParent calls fn with every distinct parentSession value, in byte
+// order: of any session, or of subagent-origin sessions when subagentOnly is
+// set. It pages through the parent index, so no cursor stays open while fn
+// runs.
+func (s *Store) EachParent(ctx context.Context, subagentOnly bool, fn func(parent string) error) error {
+	const page = 512
+	filter := "parent_session IS NOT NULL"
+	if subagentOnly {
+		filter = "origin = 'subagent' AND parent_session IS NOT NULL"
+	}
+	first := "SELECT DISTINCT parent_session FROM sessions WHERE " + filter + " ORDER BY parent_session LIMIT ?"
+	next := "SELECT DISTINCT parent_session FROM sessions WHERE " + filter + " AND parent_session > ? ORDER BY parent_session LIMIT ?"
+	var after *string
+	for {
+		var rows *sql.Rows
+		var err error
+		if after == nil {
+			rows, err = s.Querier().QueryContext(ctx, first, page)
+		} else {
+			rows, err = s.Querier().QueryContext(ctx, next, *after, page)
+		}
+		if err != nil {
+			return s.storeError(err, "list parents")
+		}
+		var batch []string
+		for rows.Next() {
+			var p string
+			if err := rows.Scan(&p); err != nil {
+				rows.Close()
+				return s.storeError(err, "list parents")
+			}
+			batch = append(batch, p)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return s.storeError(err, "list parents")
+		}
+		for _, p := range batch {
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		if len(batch) < page {
+			return nil
+		}
+		after = &batch[len(batch)-1]
+	}
+}
+
+// RootHeaders calls fn for every session without a parentSession (only the
+// subagent-origin ones when subagentOnly is set), in (createdAt, id) order.
+func (s *Store) RootHeaders(ctx context.Context, subagentOnly bool, fn func(session.Header) error) error {
+	query := "SELECT " + headerColumns + " FROM sessions WHERE parent_session IS NULL"
+	if subagentOnly {
+		query += " AND origin = 'subagent'"
+	}
+	return s.eachHeader(ctx, fn, "list root sessions", query+" ORDER BY created_at, id")
+}
