@@ -28,9 +28,11 @@ func TestAuditKeepsInspectVerdictAndReportsGaps(t *testing.T) {
 	}{
 		{name: "intact, open turn", damage: func(*testing.T, *Store) {}, torn: -1, corrupt: -1, closers: true},
 		{
-			name:   "gap before the last turn/end",
-			damage: func(t *testing.T, s *Store) { mustExec(t, s, "DELETE FROM events WHERE session_id = 's' AND seq IN (2, 3, 4)") },
-			gaps:   []SeqGap{{2, 4}}, torn: -1, corrupt: 5,
+			name: "gap before the last turn/end",
+			damage: func(t *testing.T, s *Store) {
+				mustExec(t, s, "DELETE FROM events WHERE session_id = 's' AND seq IN (2, 3, 4)")
+			},
+			gaps: []SeqGap{{2, 4}}, torn: -1, corrupt: 5,
 		},
 		{
 			name: "gap in the open turn",
