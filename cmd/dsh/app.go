@@ -25,6 +25,7 @@ var commands = []func(*app) *cobra.Command{
 	newConfigCmd,
 	newSessionCmd,
 	newCacheCmd,
+	newListCmd,
 }
 
 // app is what every command runs with: the process's streams and the

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/subagent"
+)
+
+type listOptions struct {
+	parent          string
+	scope           string
+	coldConcurrency int
+	strict          bool
+}
+
+func newListCmd(a *app) *cobra.Command {
+	var opts listOptions
+	cmd := &cobra.Command{
+		Use:   "list --parent ID",
+		Short: "List a session's subagent children as DSH does",
+		Long: `List the subagent children of session --parent the way DSH's listChildren
+does (--scope descendants: listDescendants, the whole tree below it in
+pre-order, walking through ordinary forks and one-shot children).
+
+Each child is one row. A child held by a live dsh process is running and is
+read from what its holder published; a settled child is inactive and is
+read from its projection checkpoint or, when that cannot be used, from its
+log. A child without an identity of its own is "diagnostic: corrupt" (no,
+malformed or unsupported descriptor; only its ancestor's descriptor in its
+inherited seed; a stored header that no longer matches), and one whose log
+cannot be read is "diagnostic: unavailable". A running child without an
+identity yet is left out. Rows are in creation order, ties by id as
+JavaScript's localeCompare orders them.
+
+Output formats:
+  table   for people: ID, [DEPTH, PARENT,] STATUS, MODE, CHILDREN, LABEL
+          (tab-separated, without a header, when stdout is not a terminal)
+  json    one array of DSH's SubagentListEntry objects; descendants rows add
+          parentId and depth
+  jsonl   the same objects, one per line
+  agents  DSH's list_agents text: continuable children and diagnostics only,
+          [running] for a child held by a live process, [ready] otherwise
+          (escaped only when stdout is a terminal)
+
+An unknown parent lists as empty, as in DSH; --strict makes it an error.
+Read-only: the database is never written, and the output is printed only
+once the whole listing has been read.
+
+` + exitStatusHelp(exitLine{exitUsage, "with --strict: the parent session does not exist (NOT_FOUND)"}),
+		Example: `  dsh list --parent 11111111-1111-4111-8111-111111111111
+  dsh list --parent my-session --scope descendants -o json
+  dsh list --parent my-session -o agents`,
+		Args: exactArgs(),
+	}
+	cmd.Flags().StringVar(&opts.parent, "parent", "", "the session whose subagent children to list (required)")
+	cmd.Flags().StringVar(&opts.scope, "scope", string(render.ScopeChildren), "children (direct children) or descendants (the whole tree below the parent)")
+	cmd.Flags().IntVar(&opts.coldConcurrency, "cold-concurrency", 0, "how many child logs to read at once (default: config coldConcurrency, 4)")
+	cmd.Flags().BoolVar(&opts.strict, "strict", false, "fail with NOT_FOUND (exit 2) when the parent session does not exist")
+	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL, render.Agents)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if !cmd.Flags().Changed("parent") {
+			return dsherr.New(dsherr.Usage, "dsh list: --parent is required")
+		}
+		if err := checkSessionID("--parent", opts.parent); err != nil {
+			return err
+		}
+		scope := render.Scope(opts.scope)
+		if scope != render.ScopeChildren && scope != render.ScopeDescendants {
+			return dsherr.New(dsherr.Usage, "--scope: %q is not children or descendants", opts.scope)
+		}
+		if cmd.Flags().Changed("cold-concurrency") {
+			if opts.coldConcurrency < 1 {
+				return dsherr.New(dsherr.Usage, "--cold-concurrency: %d is not a positive number", opts.coldConcurrency)
+			}
+		} else {
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			opts.coldConcurrency = cfg.ColdConcurrency
+		}
+		p, err := out.printer(a, cmd)
+		if err != nil {
+			return err
+		}
+		return cancelledListing(cmd.Context(), runList(cmd.Context(), a, p, opts, scope))
+	}
+	return cmd
+}
+
+func runList(ctx context.Context, a *app, p *render.Printer, opts listOptions, scope render.Scope) (err error) {
+	s, err := a.openStoreReadOnly(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	if opts.strict {
+		if _, err := s.Header(ctx, opts.parent); err != nil {
+			return lookupError(opts.parent, err)
+		}
+	}
+	l := subagent.NewStoreLister(s, s, opts.coldConcurrency)
+	var rows []subagent.Row
+	if scope == render.ScopeDescendants {
+		rows, err = l.ListDescendants(ctx, opts.parent)
+	} else {
+		rows, err = l.ListChildren(ctx, opts.parent)
+	}
+	if err != nil {
+		return err
+	}
+	return p.Listing(rows, scope)
+}
+
+// cancelledListing reports a listing stopped by SIGINT, SIGTERM or its
+// context as DSH's CANCELLED error, whichever layer noticed first (opening
+// the store, enumerating, a cold read).
+func cancelledListing(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return subagent.ErrCancelled
+	}
+	return err
+}
