@@ -379,11 +379,7 @@ func firstFrameLine(r io.Reader, limit int) ([]byte, error) {
 			return nil, err
 		}
 		if complete {
-			dec, err := logDecoder()
-			if err != nil {
-				return nil, err
-			}
-			text, err := decodeFrame(dec, buf[:f.end])
+			text, err := decodeCapped(buf[:f.end], limit)
 			if err != nil {
 				return nil, fmt.Errorf("header frame failed validation: %w", err)
 			}

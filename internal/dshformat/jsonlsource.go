@@ -53,7 +53,9 @@ func OpenJSONL(ctx context.Context, path string) (Source, error) {
 		if !isSessionFileName(filepath.Base(path)) {
 			return nil, fmt.Errorf("open JSONL source %s: not a .jsonl or .jsonl.zstd file", path)
 		}
-		src.discover([]string{path})
+		if err := src.discover(ctx, []string{path}); err != nil {
+			return nil, err
+		}
 		return src, nil
 	}
 	var candidates []string
@@ -84,7 +86,9 @@ func OpenJSONL(ctx context.Context, path string) (Source, error) {
 	if walkErr != nil {
 		return nil, fmt.Errorf("open JSONL source %s: %w", path, walkErr)
 	}
-	src.discover(candidates)
+	if err := src.discover(ctx, candidates); err != nil {
+		return nil, err
+	}
 	return src, nil
 }
 
@@ -94,10 +98,13 @@ func isSessionFileName(name string) bool {
 
 // discover reads the header of every candidate file and indexes the
 // sessions by id.
-func (s *jsonlSource) discover(paths []string) {
+func (s *jsonlSource) discover(ctx context.Context, paths []string) error {
 	found := make(map[string][]jsonlFile)
 	byID := make(map[string]session.Header)
 	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		file := jsonlFile{path: p, compressed: strings.HasSuffix(p, suffixZstd)}
 		h, listable, err := readHeaderOnly(p, file.compressed)
 		if m := laterFormatName.FindStringSubmatch(filepath.Base(p)); m != nil {
@@ -143,6 +150,7 @@ func (s *jsonlSource) discover(paths []string) {
 	}
 	sort.Slice(s.headers, func(i, j int) bool { return s.headers[i].ID < s.headers[j].ID })
 	sort.SliceStable(s.problems, func(i, j int) bool { return s.problems[i].Path < s.problems[j].Path })
+	return nil
 }
 
 func (s *jsonlSource) Headers(ctx context.Context) ([]session.Header, error) {

@@ -422,15 +422,11 @@ func decodeRowData(v any, packed bool) ([]byte, error) {
 	case string:
 		return wellFormedUTF8([]byte(d)), nil
 	case []byte:
-		decoder := logDecoder
+		limit := maxFrameText
 		if packed {
-			decoder = packedRowDecoder
+			limit = sqliteMaxRowBytes
 		}
-		dec, err := decoder()
-		if err != nil {
-			return nil, err
-		}
-		text, err := decodeFrame(dec, d)
+		text, err := decodeCapped(d, limit)
 		if err != nil {
 			return nil, fmt.Errorf("zstd data: %w", err)
 		}

@@ -177,6 +177,7 @@ func TestSQLiteRowDecodeFailures(t *testing.T) {
 		{"1025 members", rawRow{typ: "text-chunks", data: rows(1025), ignorable: 0}, "1025 members"},
 		{"oversized text", rawRow{typ: "text-chunks", data: big, ignorable: 0}, "more than 1048576"},
 		{"oversized blob", rawRow{typ: "text-chunks", data: bigBlob, ignorable: 0}, "exceeds"},
+		{"undeclared-size bomb", rawRow{typ: "text-chunks", data: streamFrame(t, make([]byte, 64<<20), 1<<20), ignorable: 0}, "exceeds"},
 		{"packed scalar type", rawRow{typ: "turn/start", data: `{}`, ignorable: 0}, "packed discriminator requires a chunk tag"},
 		{"packed surface", rawRow{typ: "text-chunks", data: rows(3), op: `"append"`, ignorable: 0}, "packed surface fields must be null"},
 		{"extra row key", rawRow{typ: "text-chunks", data: `{"turn":1,"step":1,"index":0,"dt":[0,0],"texts":["a","b","c"],"x":1}`, ignorable: 0}, "has keys"},

@@ -3,11 +3,14 @@ package dshformat
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/dsh-project/dsh/internal/session"
 )
@@ -259,6 +262,54 @@ func TestRebuildTornFrameYieldsPrefixes(t *testing.T) {
 		}
 		if !strings.HasPrefix(plain.String(), string(out)) || len(out) != 128<<10*len(scan.torn.blocks) {
 			t.Fatalf("cut %d: %d bytes from %d blocks, not a block-aligned prefix", cut, len(out), len(scan.torn.blocks))
+		}
+	}
+}
+
+// streamFrame compresses plain as a streaming encoder does: no declared
+// content size, the given window.
+func streamFrame(t *testing.T, plain []byte, window int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc, err := zstd.NewWriter(&buf, zstd.WithWindowSize(window), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := enc.Write(plain); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Capped decoding: declared sizes over the limit fail before decoding,
+// undeclared ones fail once the output outgrows the limit, and a large
+// declared window alone (as DSH's header frames have) is no reason to fail.
+func TestDecodeCapped(t *testing.T) {
+	small := []byte(strings.Repeat("hello ", 20))
+	wide := streamFrame(t, small, 8<<20)
+	if scan, _ := scanFrames(wide); scan.frames[0].hasContent || scan.frames[0].window < 0 {
+		t.Fatalf("test frame declares its size or has no window: %+v", scan.frames[0])
+	}
+	if out, err := decodeCapped(wide, 1<<20); err != nil || !bytes.Equal(out, small) {
+		t.Fatalf("wide-window frame: %q, %v", out, err)
+	}
+	bomb := streamFrame(t, make([]byte, 3<<20), 1<<20)
+	if _, err := decodeCapped(bomb, 1<<20); !errors.Is(err, errTooLarge) {
+		t.Fatalf("undeclared 3 MiB: %v", err)
+	}
+	declared := frameOf(t, string(make([]byte, (1<<20)+1)))
+	if _, err := decodeCapped(declared, 1<<20); !errors.Is(err, errTooLarge) {
+		t.Fatalf("declared 1 MiB + 1: %v", err)
+	}
+	if out, err := decodeCapped(cat(frameOf(t, "ab"), wide), 1<<20); err != nil || string(out) != "ab"+string(small) {
+		t.Fatalf("two frames: %q, %v", out, err)
+	}
+	for _, bad := range [][]byte{nil, wide[:len(wide)-1], []byte("not zstd")} {
+		if _, err := decodeCapped(bad, 1<<20); err == nil {
+			t.Fatalf("%q decoded", bad)
 		}
 	}
 }

@@ -203,11 +203,14 @@ var (
 			zstd.WithDecoderMaxMemory(maxFrameText),
 			zstd.WithDecoderMaxWindow(maxFrameText))
 	})
-	packedRowDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
+	// cappedDecoder decodes into the caller's buffer and fails rather
+	// than grow it.
+	cappedDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 		return zstd.NewReader(nil,
 			zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderMaxMemory(sqliteMaxRowBytes),
-			zstd.WithDecoderMaxWindow(sqliteMaxRowBytes))
+			zstd.WithDecoderMaxMemory(maxFrameText),
+			zstd.WithDecoderMaxWindow(maxFrameText),
+			zstd.WithDecodeAllCapLimit(true))
 	})
 )
 
@@ -218,6 +221,49 @@ func decodeFrame(dec *zstd.Decoder, b []byte) ([]byte, error) {
 	out, err := dec.DecodeAll(b, nil)
 	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
 		return nil, fmt.Errorf("%w: %w", errTooLarge, err)
+	}
+	return out, err
+}
+
+// decodeCapped decompresses a complete zstd payload (one or more frames)
+// that may hold at most limit bytes, without ever allocating much more:
+// frames that declare their content size are checked before decoding (and
+// the decoder holds them to it); otherwise the output goes into a buffer
+// of limit+1 bytes that the decoder may not outgrow. The window a frame
+// declares is not held against it: DecodeAll keeps no separate window.
+func decodeCapped(b []byte, limit int) ([]byte, error) {
+	scan, err := scanFrames(b)
+	if err != nil {
+		return nil, err
+	}
+	if scan.tornStart >= 0 || len(scan.frames) == 0 {
+		return nil, errors.New("truncated zstd data")
+	}
+	declared, known := uint64(0), true
+	for _, f := range scan.frames {
+		known = known && f.hasContent
+		declared += f.contentLen
+	}
+	if known && declared > uint64(limit) {
+		return nil, fmt.Errorf("%w: %d bytes declared, at most %d allowed", errTooLarge, declared, limit)
+	}
+	if known {
+		dec, err := logDecoder()
+		if err != nil {
+			return nil, err
+		}
+		return decodeFrame(dec, b)
+	}
+	dec, err := cappedDecoder()
+	if err != nil {
+		return nil, err
+	}
+	out, err := dec.DecodeAll(b, make([]byte, 0, limit+1))
+	// Outgrowing the buffer surfaces as one of several decoder errors, with
+	// the output decoded so far; having reached the limit tells them apart
+	// from damage.
+	if len(out) >= limit && (err != nil || len(out) > limit) {
+		return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
 	}
 	return out, err
 }
