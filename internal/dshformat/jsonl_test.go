@@ -167,6 +167,7 @@ func TestJSONLHeadersAndRefusals(t *testing.T) {
 	files := map[string]string{
 		"p/ok/session.jsonl":        testHeaderLine + "\n" + body,
 		"p/nodepth/session.jsonl":   `{"type":"session","version":0,"id":"nodepth","createdAt":2}` + "\n",
+		"p/seeded/session.jsonl":    `{"type":"session","version":0,"id":"seeded","createdAt":2,"parentSession":"s","seedLength":0,"origin":"subagent","delegationDepth":1}` + "\n",
 		"p/newer/session.jsonl":     `{"type":"session","version":42,"id":"newer","createdAt":3,"delegationDepth":0}` + "\n" + body,
 		"p/older/session.jsonl":     `{"type":"session","version":-1,"id":"older","createdAt":3,"delegationDepth":0}` + "\n",
 		"p/future/session.jsonl":    `{"version":7,"id":123,"isSeeded":true}` + "\n",
@@ -193,7 +194,7 @@ func TestJSONLHeadersAndRefusals(t *testing.T) {
 	for _, h := range hs {
 		ids = append(ids, h.ID)
 	}
-	if got := strings.Join(ids, ","); got != "long,newer,nodepth,older,s" {
+	if got := strings.Join(ids, ","); got != "long,newer,nodepth,older,s,seeded" {
 		t.Fatalf("headers %s", got)
 	}
 	problems := map[string]string{}
@@ -239,6 +240,11 @@ func TestJSONLHeadersAndRefusals(t *testing.T) {
 	s, err := src.Read(ctx, "nodepth")
 	if err != nil || s.Header.DelegationDepth != nil {
 		t.Fatalf("nodepth: %+v %v", s, err)
+	}
+	// Later format-0 writers mark a seeded child with an empty inherited
+	// prefix by seedLength 0: seeded, cut 0.
+	if s, err := src.Read(ctx, "seeded"); err != nil || !s.Header.IsSeeded() || s.Header.InheritedCut() != 0 {
+		t.Fatalf("seeded: %+v %v", s, err)
 	}
 	if s, err := src.Read(ctx, "s"); err != nil || len(s.Events) != 1 || *s.Header.Cwd != "/w" {
 		t.Fatalf("s: %+v %v", s, err)

@@ -111,7 +111,7 @@ func decodeZstdLog(ctx context.Context, path string, data []byte) (*Session, err
 		e.Frame = int64(f.start)
 		return e
 	}
-	text, err := decodeFrame(dec, data[scan.frames[0].start:scan.frames[0].end])
+	text, err := decodeFrame(dec, data[scan.frames[0].start:scan.frames[0].end], nil)
 	if err != nil {
 		return nil, frameFailed(scan.frames[0], err)
 	}
@@ -132,7 +132,7 @@ func decodeZstdLog(ctx context.Context, path string, data []byte) (*Session, err
 			return nil, err
 		}
 		starts = append(starts, frameStart{text: len(text), file: f.start})
-		plain, err := decodeFrame(dec, data[f.start:f.end])
+		plain, err := decodeFrame(dec, data[f.start:f.end], nil)
 		if err != nil {
 			return nil, frameFailed(f, err)
 		}
@@ -160,9 +160,11 @@ func decodeZstdLog(ctx context.Context, path string, data []byte) (*Session, err
 	// Salvage the complete blocks of the torn frame; a failure recovers
 	// nothing, as DSH swallows errors of this attempt.
 	if rebuilt := rebuildTornFrame(data, scan.torn); rebuilt != nil {
-		if plain, err := decodeFrame(dec, rebuilt); err == nil && len(text)+len(plain) <= maxLogText {
+		if plain, err := decodeFrame(dec, rebuilt, nil); err == nil && len(text)+len(plain) <= maxLogText {
 			sc.frames = append(sc.frames, frameStart{text: len(text), file: scan.tornStart})
 			from := len(text)
+			// The accepted events' data point into text, so the salvaged
+			// text is appended after it, never over it.
 			text = append(text, plain...)
 			if err := sc.scan(text, from); err != nil {
 				return nil, err

@@ -256,7 +256,7 @@ func TestRebuildTornFrameYieldsPrefixes(t *testing.T) {
 		if rebuilt == nil {
 			continue
 		}
-		out, err := decodeFrame(dec, rebuilt)
+		out, err := decodeFrame(dec, rebuilt, nil)
 		if err != nil {
 			t.Fatalf("cut %d: %v", cut, err)
 		}

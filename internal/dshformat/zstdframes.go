@@ -33,7 +33,7 @@ type frame struct {
 	descriptor byte
 	window     int    // the window descriptor byte, -1 for a single-segment frame
 	dictID     []byte // raw dictionary id bytes
-	contentLen uint64 // declared content size; meaningful when hasContentLen
+	contentLen uint64 // declared content size; meaningful when hasContent
 	hasContent bool
 	// blocks are the offsets just past each complete block, in order.
 	blocks []int
@@ -216,9 +216,10 @@ var (
 
 var errTooLarge = errors.New("decompressed data exceeds dsh's size limit")
 
-// decodeFrame decompresses one complete frame, verifying its checksum.
-func decodeFrame(dec *zstd.Decoder, b []byte) ([]byte, error) {
-	out, err := dec.DecodeAll(b, nil)
+// decodeFrame decompresses complete frames, verifying their checksums, and
+// appends the output to dst.
+func decodeFrame(dec *zstd.Decoder, b, dst []byte) ([]byte, error) {
+	out, err := dec.DecodeAll(b, dst)
 	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
 		return nil, fmt.Errorf("%w: %w", errTooLarge, err)
 	}
@@ -252,18 +253,24 @@ func decodeCapped(b []byte, limit int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return decodeFrame(dec, b)
+		return decodeFrame(dec, b, nil)
 	}
 	dec, err := cappedDecoder()
 	if err != nil {
 		return nil, err
 	}
-	out, err := dec.DecodeAll(b, make([]byte, 0, limit+1))
-	// Outgrowing the buffer surfaces as one of several decoder errors, with
-	// the output decoded so far; having reached the limit tells them apart
-	// from damage.
-	if len(out) >= limit && (err != nil || len(out) > limit) {
-		return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
+	// Most payloads are small (a header frame is one line): try a small
+	// buffer before paying for one of the full limit.
+	for size := min(limit, 64<<10); ; size = limit {
+		out, err := dec.DecodeAll(b, make([]byte, 0, size+1))
+		// Outgrowing the buffer surfaces as one of several decoder errors,
+		// with the output decoded so far; having reached the buffer's size
+		// tells them apart from damage.
+		if len(out) < size || (err == nil && len(out) == size) {
+			return out, err
+		}
+		if size == limit {
+			return nil, fmt.Errorf("%w: more than %d bytes", errTooLarge, limit)
+		}
 	}
-	return out, err
 }
