@@ -26,6 +26,7 @@ var commands = []func(*app) *cobra.Command{
 	newSessionCmd,
 	newCacheCmd,
 	newListCmd,
+	newDevCmd,
 }
 
 // app is what every command runs with: the process's streams and the

@@ -1,0 +1,468 @@
+// Package gencorpus builds benchmark corpora in a dsh store: one parent with
+// many subagent children of every kind a listing meets (continuable and
+// one-shot, fork children, corrupt and unreadable ones) with transcripts of
+// realistic length, spread among many unrelated sessions.
+//
+// Everything is written through the store's own write paths (CreateSession,
+// ImportSession, the checkpoint cache's Put) in large transactions, so the
+// result is exactly what dsh writers leave behind, including the verified
+// bookkeeping and a checkpoint record per subagent session (what a writer
+// records at each turn/end). The parent's subtree depends only on the seed
+// and the child count, never on how many other sessions surround it, so two
+// stores of different sizes hold the same parent and children.
+package gencorpus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/internal/subagent"
+)
+
+// Spec describes a corpus. Zero fields take the defaults of the issue's
+// benchmark: 10,000 children with 50–500-event transcripts in a store of
+// 200,000 sessions.
+type Spec struct {
+	// Parent is the id of the parent whose children are generated.
+	Parent string
+	// Children is how many subagent children Parent gets.
+	Children int
+	// Sessions is the total number of sessions written, Parent and its
+	// children included; the rest are unrelated roots and their children.
+	Sessions int
+	// MinEvents and MaxEvents bound a child's transcript length.
+	MinEvents, MaxEvents int
+	// Seed makes the corpus reproducible.
+	Seed uint64
+	// NoCheckpoints leaves the checkpoint cache empty (a cold store).
+	NoCheckpoints bool
+	// Unverified marks the parent's children as changed outside dsh's write
+	// paths (verified = 0, what the store's triggers do after any foreign
+	// edit): a cold read of such a child then validates its whole log.
+	Unverified bool
+	// Batch is the number of sessions per write transaction.
+	Batch int
+	// Progress, when set, is called after each transaction with the
+	// sessions written so far.
+	Progress func(done, total int)
+}
+
+// Defaults of the issue's benchmark corpus.
+const (
+	DefaultParent    = "bench-parent"
+	DefaultChildren  = 10_000
+	DefaultSessions  = 200_000
+	DefaultMinEvents = 50
+	DefaultMaxEvents = 500
+	defaultBatch     = 250
+)
+
+func (s Spec) withDefaults() Spec {
+	if s.Parent == "" {
+		s.Parent = DefaultParent
+	}
+	if s.Children == 0 {
+		s.Children = DefaultChildren
+	}
+	if s.Sessions == 0 {
+		s.Sessions = DefaultSessions
+	}
+	s.Sessions = max(s.Sessions, s.Children+1)
+	if s.MinEvents == 0 {
+		s.MinEvents = DefaultMinEvents
+	}
+	if s.MaxEvents == 0 {
+		s.MaxEvents = DefaultMaxEvents
+	}
+	if s.Batch == 0 {
+		s.Batch = defaultBatch
+	}
+	return s
+}
+
+func (s Spec) check() error {
+	switch {
+	case s.Children < 0, s.Sessions < 0:
+		return fmt.Errorf("negative corpus size (children %d, sessions %d)", s.Children, s.Sessions)
+	case s.MinEvents < 0 || s.MaxEvents < s.MinEvents:
+		return fmt.Errorf("transcript length range %d..%d is empty", s.MinEvents, s.MaxEvents)
+	case s.Batch < 0:
+		return fmt.Errorf("negative batch size %d", s.Batch)
+	}
+	return nil
+}
+
+// Kind is what a generated child is, and so which listing row it gets.
+type Kind string
+
+// Child kinds, with the row each one lists as.
+const (
+	Continuable Kind = "continuable"      // child row; served from the cache when warm
+	OneShot     Kind = "one-shot"         // child row
+	Fork        Kind = "fork"             // seeded continuable child: always read from its log
+	Malformed   Kind = "malformed"        // corrupt: its descriptor does not parse
+	Bare        Kind = "no-descriptor"    // corrupt: no descriptor at all
+	Invalid     Kind = "invalid-log"      // unavailable: the log fails DSH's validation
+	filler      Kind = "unrelated-filler" // not under the parent
+)
+
+// mix is the share of each kind among the parent's children, in percent.
+var mix = []struct {
+	kind    Kind
+	percent int
+}{
+	{Continuable, 44}, {OneShot, 34}, {Fork, 10}, {Malformed, 5}, {Bare, 4}, {Invalid, 3},
+}
+
+func kindFor(r *rand.Rand) Kind {
+	n := r.IntN(100)
+	for _, m := range mix {
+		if n < m.percent {
+			return m.kind
+		}
+		n -= m.percent
+	}
+	return Continuable
+}
+
+// Result says what was written.
+type Result struct {
+	Sessions int
+	Events   int
+	// Kinds counts the parent's children by kind.
+	Kinds map[Kind]int
+	// Checkpoints is the number of checkpoint records written.
+	Checkpoints int
+}
+
+// baseTime is the corpus's clock origin (epoch ms).
+const baseTime int64 = 1_789_000_000_000
+
+// Generate writes the corpus described by spec into st, which should be
+// empty of the ids it uses (the parent and ids derived from the seed).
+func Generate(ctx context.Context, st *sqlitepersist.Store, spec Spec) (Result, error) {
+	spec = spec.withDefaults()
+	if err := spec.check(); err != nil {
+		return Result{}, err
+	}
+	g := &generator{spec: spec, st: st, reg: subagent.NewRegistry(), res: Result{Kinds: map[Kind]int{}}}
+	parent := session.Header{ID: spec.Parent, CreatedAt: baseTime, Cwd: &cwd}
+	parentLog := turns(rand.New(rand.NewPCG(spec.Seed, 0)), 0, 1, 3)
+	g.forkPrefix = session.ForkPrefix(parentLog)
+	g.pending = append(g.pending, planned{h: parent, events: parentLog})
+
+	fillers := spec.Sessions - spec.Children - 1
+	for i := range spec.Children {
+		// Unrelated sessions are interleaved with the children, as a
+		// store accumulates them over time.
+		for f := fillers * i / spec.Children; f < fillers*(i+1)/spec.Children; f++ {
+			if err := g.add(ctx, g.filler(f)); err != nil {
+				return g.res, err
+			}
+		}
+		if err := g.add(ctx, g.child(i)); err != nil {
+			return g.res, err
+		}
+	}
+	if spec.Children == 0 {
+		for f := range fillers {
+			if err := g.add(ctx, g.filler(f)); err != nil {
+				return g.res, err
+			}
+		}
+	}
+	if err := g.flush(ctx); err != nil {
+		return g.res, err
+	}
+	if spec.Unverified {
+		_, err := st.Querier().ExecContext(ctx, "UPDATE sessions SET verified = 0 WHERE parent_session = ?", spec.Parent)
+		if err != nil {
+			return g.res, fmt.Errorf("mark children unverified: %w", err)
+		}
+	}
+	return g.res, nil
+}
+
+var cwd = "/bench/work"
+
+type generator struct {
+	spec       Spec
+	st         *sqlitepersist.Store
+	reg        *projcache.Registry
+	forkPrefix []session.Event
+	pending    []planned
+	res        Result
+	// fillerParent is the current unrelated root that fillers attach to.
+	fillerParent string
+}
+
+// planned is one session to write.
+type planned struct {
+	h      session.Header
+	events []session.Event
+	// invalid logs go through ImportSession and get no checkpoint.
+	invalid bool
+	kind    Kind
+}
+
+func (g *generator) add(ctx context.Context, p planned) error {
+	g.pending = append(g.pending, p)
+	if len(g.pending) >= g.spec.Batch {
+		return g.flush(ctx)
+	}
+	return nil
+}
+
+func (g *generator) flush(ctx context.Context) error {
+	if len(g.pending) == 0 {
+		return nil
+	}
+	written := 0
+	err := g.st.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+		cache := projcache.NewCache(tx.Querier(), g.reg)
+		for _, p := range g.pending {
+			if err := g.write(ctx, tx, cache, p); err != nil {
+				return err
+			}
+			written += len(p.events)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range g.pending {
+		g.res.Sessions++
+		if p.kind != filler && p.kind != "" {
+			g.res.Kinds[p.kind]++
+		}
+		if p.h.IsSubagent() && !p.invalid && !g.spec.NoCheckpoints {
+			g.res.Checkpoints++
+		}
+	}
+	g.res.Events += written
+	g.pending = g.pending[:0]
+	if g.spec.Progress != nil {
+		g.spec.Progress(g.res.Sessions, g.spec.Sessions)
+	}
+	return nil
+}
+
+func (g *generator) write(ctx context.Context, tx *sqlitepersist.Store, cache *projcache.Cache, p planned) error {
+	if p.invalid {
+		res, err := tx.ImportSession(ctx, p.h, p.events, nil)
+		if err != nil {
+			return err
+		}
+		if res.Invalid == nil {
+			return fmt.Errorf("generated invalid log of %s reads back as valid", p.h.ID)
+		}
+		return nil
+	}
+	if err := tx.CreateSession(ctx, p.h, p.events); err != nil {
+		return err
+	}
+	if !p.h.IsSubagent() || g.spec.NoCheckpoints {
+		return nil
+	}
+	f := g.reg.NewFold()
+	f.Apply(p.events...)
+	cp, err := f.Checkpoint()
+	if err != nil {
+		return fmt.Errorf("fold %s: %w", p.h.ID, err)
+	}
+	return cache.Put(ctx, p.h, f.AsOfSeq(), cp)
+}
+
+// child plans the parent's i-th child. Its randomness comes from a stream
+// of its own, so the child is the same whatever surrounds it.
+func (g *generator) child(i int) planned {
+	r := rand.New(rand.NewPCG(g.spec.Seed, uint64(i)+1))
+	kind := kindFor(r)
+	// Every 50th child shares its predecessor's creation time, so id
+	// order (ICU collation) decides between them.
+	created := baseTime + 1000*int64(i+1)
+	if i%50 == 49 {
+		created -= 1000
+	}
+	depth := int64(1)
+	h := session.Header{ID: idFrom(r), CreatedAt: created, Cwd: &cwd, ParentSession: &g.spec.Parent,
+		Origin: &origin, DelegationDepth: &depth}
+	length := g.spec.MinEvents + r.IntN(g.spec.MaxEvents-g.spec.MinEvents+1)
+	label := fmt.Sprintf("task %d: %s", i, words(r, 3+r.IntN(6)))
+	p := planned{h: h, kind: kind}
+	switch kind {
+	case Continuable:
+		p.events = fill(r, continuableSeed(0, label), length)
+	case OneShot:
+		p.events = fill(r, oneShotTurn(r, 0, label), length)
+	case Fork:
+		cut := int64(len(g.forkPrefix))
+		p.h.SeedLength = &cut
+		seed := append([]session.Event{}, g.forkPrefix...)
+		seed = append(seed, event(cut, session.TypeEndSeed, `{}`))
+		seed = append(seed, continuableSeed(cut+1, label)...)
+		p.events = fill(r, seed, length)
+	case Malformed:
+		p.events = fill(r, []session.Event{event(0, session.TypeDescriptor, `{"version":2,"mode":"continuable","provider":7}`)}, length)
+	case Bare:
+		p.events = fill(r, nil, length)
+	case Invalid:
+		p.events = fill(r, continuableSeed(0, label), length)
+		// A user message without its surfaceOp: DSH refuses the log.
+		for j := len(p.events) - 1; j >= 0; j-- {
+			if p.events[j].Type == session.TypeUserMessage {
+				p.events[j].SurfaceOp = nil
+				break
+			}
+		}
+		p.invalid = true
+	}
+	return p
+}
+
+var origin = session.OriginSubagent
+
+// filler plans the f-th unrelated session: every 50th is a root, the others
+// are small subagent children of the latest root (a seed and nothing else).
+func (g *generator) filler(f int) planned {
+	r := rand.New(rand.NewPCG(g.spec.Seed^0x5eed, uint64(f)))
+	id := idFrom(r)
+	created := baseTime - 1_000_000 + int64(f)
+	if f%50 == 0 || g.fillerParent == "" {
+		g.fillerParent = id
+		return planned{h: session.Header{ID: id, CreatedAt: created, Cwd: &cwd}, kind: filler}
+	}
+	depth := int64(1)
+	parent := g.fillerParent
+	h := session.Header{ID: id, CreatedAt: created, Cwd: &cwd, ParentSession: &parent, Origin: &origin, DelegationDepth: &depth}
+	return planned{h: h, events: continuableSeed(0, "unrelated "+words(r, 2)), kind: filler}
+}
+
+// idFrom draws a random (version 4) UUID from r.
+func idFrom(r *rand.Rand) string {
+	var u uuid.UUID
+	for i := range u {
+		u[i] = byte(r.Uint32())
+	}
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return u.String()
+}
+
+func event(seq int64, typ, data string) session.Event {
+	e := session.Event{Type: typ, Seq: seq, Time: baseTime + seq, Data: json.RawMessage(data)}
+	if typ == session.TypeUserMessage || typ == session.TypeAssistantMsg {
+		e.SurfaceOp = json.RawMessage(`"append"`)
+	}
+	return e
+}
+
+// continuableSeed is a continuable child's creation seed from seq from:
+// descriptor, end-seed, delegated approval policy (semantics §7.2).
+func continuableSeed(from int64, label string) []session.Event {
+	d := `{"version":2,"mode":"continuable","provider":"spawn","label":` + jsjson.String(label) + `,"agentProvider":"echo","agentModel":"echo"}`
+	return []session.Event{
+		event(from, session.TypeDescriptor, d),
+		event(from+1, session.TypeEndSeed, `{}`),
+		event(from+2, session.TypeApproval, `{"policy":"never","source":"delegation"}`),
+	}
+}
+
+// oneShotTurn is a one-shot child's start: the delegated policy, the inbox
+// push, turn/start, the inbox claim and the descriptor inside the turn, then
+// the turn's first step; fill closes the turn.
+func oneShotTurn(r *rand.Rand, from int64, label string) []session.Event {
+	seq := from
+	next := func(typ, data string) session.Event {
+		e := event(seq, typ, data)
+		seq++
+		return e
+	}
+	d := `{"version":2,"mode":"one-shot","provider":"spawn"`
+	if r.IntN(4) > 0 {
+		d += `,"label":` + jsjson.String(label)
+	}
+	d += `}`
+	return []session.Event{
+		next(session.TypeApproval, `{"policy":"never","source":"delegation"}`),
+		next(session.TypeInboxSpliced, `{"target":"next-turn","start":0,"inserted":[`+userMessage(r, "inbox-0")+`]}`),
+		next(session.TypeTurnStart, `{"turn":1}`),
+		next(session.TypeInboxSpliced, `{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}`),
+		next(session.TypeDescriptor, d),
+		next(session.TypeStepStart, `{"turn":1,"step":1}`),
+		next(session.TypeUserMessage, userMessage(r, "m-0")),
+		next(session.TypeAssistantMsg, assistantMessage(r, 1, "a-0")),
+		next(session.TypeStepEnd, `{"turn":1,"step":1}`),
+		next(session.TypeTurnEnd, `{"turn":1,"reason":{"kind":"completed"}}`),
+	}
+}
+
+// fill appends completed turns to events until the log holds at least
+// length events.
+func fill(r *rand.Rand, events []session.Event, length int) []session.Event {
+	turn := 1
+	for _, e := range events {
+		if e.Type == session.TypeTurnEnd {
+			turn++
+		}
+	}
+	for len(events) < length {
+		events = append(events, turns(r, int64(len(events)), turn, 1)...)
+		turn++
+	}
+	return events
+}
+
+// turns is n completed turns from seq from, numbered from first: each a
+// user message and a model reply in one step.
+func turns(r *rand.Rand, from int64, first, n int) []session.Event {
+	number := first
+	var out []session.Event
+	seq := from
+	next := func(typ, data string) {
+		out = append(out, event(seq, typ, data))
+		seq++
+	}
+	for range n {
+		t := fmt.Sprint(number)
+		next(session.TypeTurnStart, `{"turn":`+t+`}`)
+		next(session.TypeStepStart, `{"turn":`+t+`,"step":1}`)
+		next(session.TypeUserMessage, userMessage(r, fmt.Sprintf("m-%d", seq)))
+		next(session.TypeAssistantMsg, assistantMessage(r, number, fmt.Sprintf("a-%d", seq)))
+		next(session.TypeStepEnd, `{"turn":`+t+`,"step":1}`)
+		next(session.TypeTurnEnd, `{"turn":`+t+`,"reason":{"kind":"completed"}}`)
+		number++
+	}
+	return out
+}
+
+func userMessage(r *rand.Rand, id string) string {
+	return `{"content":[{"type":"text","text":` + jsjson.String(words(r, 4+r.IntN(30))) + `}],"source":{"kind":"user"},"role":"user","id":"` + id + `"}`
+}
+
+func assistantMessage(r *rand.Rand, turn int, id string) string {
+	return fmt.Sprintf(`{"turn":%d,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":%s}],"source":{"kind":"model","provider":"echo","model":"echo"},"id":"%s"}}`,
+		turn, jsjson.String(words(r, 10+r.IntN(120))), id)
+}
+
+var vocabulary = strings.Fields(`the a listing child parent session descriptor cache turn step model
+reply summary review build test read write file tool result plan fork seed label inactive running
+corpus index store header event log check value rung ladder order depth`)
+
+func words(r *rand.Rand, n int) string {
+	w := make([]string, n)
+	for i := range w {
+		w[i] = vocabulary[r.IntN(len(vocabulary))]
+	}
+	return strings.Join(w, " ")
+}
