@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -267,5 +268,18 @@ func TestOpenJSONLSingleFile(t *testing.T) {
 	cancel()
 	if _, err := openJSONL(t, path).Read(cancelled, "s"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled read: %v", err)
+	}
+}
+
+// A corpus reached through a symbolic link is searched like any other.
+func TestOpenJSONLThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "real/--w--/s/session.jsonl", plainLog([]string{turnStart(0)}, ""))
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(filepath.Join(dir, "real"), link); err != nil {
+		t.Skipf("symlinks unavailable: %v", err)
+	}
+	if s := readAll(t, openJSONL(t, link)); len(s) != 1 {
+		t.Fatalf("read %d sessions through the link", len(s))
 	}
 }

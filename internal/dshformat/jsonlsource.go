@@ -58,8 +58,13 @@ func OpenJSONL(ctx context.Context, path string) (Source, error) {
 		}
 		return src, nil
 	}
+	// WalkDir does not follow a symbolic link even as its root.
+	root, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, fmt.Errorf("open JSONL source: %w", err)
+	}
 	var candidates []string
-	walkErr := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+	walkErr := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}

@@ -26,7 +26,7 @@ import (
 )
 
 // Source is a read-only foreign DSH corpus. Nothing a Source does writes to
-// the corpus.
+// the corpus. Implementations are safe for concurrent use.
 type Source interface {
 	// Headers returns the header of every session the source can offer,
 	// sorted by id. As in DSH's listing, a header whose format version is
