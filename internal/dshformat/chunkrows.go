@@ -38,10 +38,14 @@ func rowKindOf(tag string) (rowKind, bool) {
 	return 0, false
 }
 
-// rowLimits are the member-count bounds a reader accepts. The JSONL codec
-// accepts any non-empty row; DSH's SQLite codec 3 … 1,024 members.
+// rowLimits are the member-count bounds a reader accepts — the JSONL codec
+// accepts any non-empty row, DSH's SQLite codec 3 … 1,024 members — and
+// dsh's bound on the expanded events' data. Every member repeats the
+// row's turn, step, index, id and name, so a small hostile row could
+// otherwise expand into gigabytes.
 type rowLimits struct {
 	minMembers, maxMembers int // maxMembers 0 = unbounded
+	maxBytes               int // 0 = no expansion allowed
 }
 
 var (
@@ -64,7 +68,7 @@ func rowError(kind rowKind, format string, args ...any) error {
 
 // decodeJSONLRow expands a JSONL line that is a packed row: the envelope
 // must have exactly the keys type, seq0, time0 and data.
-func decodeJSONLRow(kind rowKind, members []jsonMember) ([]session.Event, error) {
+func decodeJSONLRow(kind rowKind, members []jsonMember, lim rowLimits) ([]session.Event, error) {
 	env, err := exactKeys(members, "type", "seq0", "time0", "data")
 	if err != nil {
 		return nil, rowError(kind, "%v", err)
@@ -77,7 +81,7 @@ func decodeJSONLRow(kind rowKind, members []jsonMember) ([]session.Event, error)
 	if !ok {
 		return nil, rowError(kind, "time0 is not a safe integer")
 	}
-	return expandRow(kind, seq0, time0, env["data"].Value, jsonlRowLimits)
+	return expandRow(kind, seq0, time0, env["data"].Value, lim)
 }
 
 // exactKeys resolves duplicate keys (the last wins, as in JSON.parse) and
@@ -202,7 +206,11 @@ func expandRow(kind rowKind, seq0, time0 int64, data []byte, lim rowLimits) ([]s
 	if kind == kindToolCall {
 		prefixLen += len(`,"id":,"name":`) + len(id) + len(name)
 	}
-	buf := make([]byte, 0, n*prefixLen+len(f[payloadKey].Value))
+	size := n*prefixLen + len(f[payloadKey].Value)
+	if size > lim.maxBytes {
+		return nil, fmt.Errorf("%w: %s row at seq %d expands to about %d bytes of event data", errTooLarge, rowTags[kind], seq0, size)
+	}
+	buf := make([]byte, 0, size)
 	events := make([]session.Event, n)
 	for k, p := range payload {
 		if !isString(p) {

@@ -54,6 +54,7 @@ func FuzzPackedRow(f *testing.F) {
 		time0 %= maxSafeInteger
 		for kind := range rowTags {
 			for _, lim := range []rowLimits{jsonlRowLimits, sqliteRowLimits} {
+				lim.maxBytes = 64 << 20
 				events, err := expandRow(rowKind(kind), seq0, time0, data, lim)
 				if err != nil {
 					continue

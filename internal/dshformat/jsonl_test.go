@@ -3,6 +3,7 @@ package dshformat
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -281,5 +282,23 @@ func TestOpenJSONLThroughSymlink(t *testing.T) {
 	}
 	if s := readAll(t, openJSONL(t, link)); len(s) != 1 {
 		t.Fatalf("read %d sessions through the link", len(s))
+	}
+}
+
+// A small row that would expand into gigabytes (every member repeats the
+// call id) is refused as too large, not read and not taken for a torn tail.
+func TestJSONLRowExpansionBomb(t *testing.T) {
+	n := 20000
+	row := fmt.Sprintf(`{"type":"tool-call-chunks","seq0":0,"time0":1,"data":{"turn":1,"step":1,"index":0,"dt":[%s],"id":"%s","args":[%s]}}`,
+		strings.TrimSuffix(strings.Repeat("0,", n-1), ","), strings.Repeat("i", 100000), strings.TrimSuffix(strings.Repeat(`"",`, n), ","))
+	_, err := readPlain(t, plainLog([]string{row}, ""))
+	if ce := asCorrupt(t, err); !errors.Is(err, errTooLarge) || ce.Line != 1 {
+		t.Fatalf("error %v", err)
+	}
+	// The same budget applies to SQLite rows.
+	d := decodeRow(physicalRow{seq: 0, typ: "text-chunks", data: `{"turn":1,"step":1,"index":0,"dt":[0,0],"texts":["a","b","c"]}`,
+		ignorable: sql.NullInt64{Valid: true}}, 100)
+	if !errors.Is(d.err, errTooLarge) {
+		t.Fatalf("SQLite row over budget: %v", d.err)
 	}
 }

@@ -65,7 +65,7 @@ func decodePlainLog(ctx context.Context, path string, text []byte) (*Session, er
 	if err != nil {
 		return nil, err
 	}
-	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: nl + 1}
+	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: nl + 1, budget: maxLogText}
 	if err := sc.scan(text, nl+1); err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func decodeZstdLog(ctx context.Context, path string, data []byte) (*Session, err
 		}
 		text = append(text, plain...)
 	}
-	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: headerEnd, frames: starts}
+	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: headerEnd, frames: starts, budget: maxLogText}
 	if err := sc.scan(text, headerEnd); err != nil {
 		return nil, err
 	}
@@ -197,6 +197,8 @@ type lineScanner struct {
 	line      int64 // event lines seen, 1-based as in DSH's messages
 	issue     *CorruptError
 	frames    []frameStart // zstd only
+	// budget is what packed rows may still expand to (see rowLimits).
+	budget int
 }
 
 func (s *lineScanner) locate(offset int, msg string) *CorruptError {
@@ -233,7 +235,14 @@ func (s *lineScanner) scan(text []byte, from int) error {
 }
 
 func (s *lineScanner) accept(line []byte, pos int) error {
-	rec, err := decodeRecord(line)
+	lim := jsonlRowLimits
+	lim.maxBytes = s.budget
+	rec, err := decodeRecord(line, lim)
+	if errors.Is(err, errTooLarge) {
+		ce := s.locate(pos, "session log exceeds dsh's size limit")
+		ce.Line, ce.Err = s.line, err
+		return ce
+	}
 	if err != nil {
 		if s.issue == nil {
 			s.issue = s.locate(pos, fmt.Sprintf("corrupt session log: unparsable committed event at line %d", s.line))
@@ -258,6 +267,9 @@ func (s *lineScanner) accept(line []byte, pos int) error {
 	}
 	if rec.rows != nil {
 		s.events = append(s.events, rec.rows...)
+		for _, e := range rec.rows {
+			s.budget -= len(e.Data)
+		}
 	} else {
 		e, err := eventFromMembers(rec.members, expected)
 		if err != nil {
@@ -291,7 +303,7 @@ type record struct {
 // and expands it if it is a packed row. Any line whose value is an object
 // with a row tag as its type is a row (JSONL has no other discriminator).
 // Lines that are not objects — null, numbers, arrays — are invalid lines.
-func decodeRecord(line []byte) (record, error) {
+func decodeRecord(line []byte, lim rowLimits) (record, error) {
 	members, err := parseObject(wellFormedUTF8(line))
 	if err != nil {
 		return record{}, err
@@ -299,7 +311,7 @@ func decodeRecord(line []byte) (record, error) {
 	t, _ := lastMember(members, keyType)
 	typ, _ := stringValue(t.Value)
 	if kind, ok := rowKindOf(typ); ok {
-		rows, err := decodeJSONLRow(kind, members)
+		rows, err := decodeJSONLRow(kind, members, lim)
 		if err != nil {
 			return record{}, err
 		}

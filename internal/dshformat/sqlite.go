@@ -370,7 +370,7 @@ type decodedRow struct {
 
 // decodeRow decodes one physical row: ignorable = 0 marks a packed chunk
 // row, anything else is one logical event.
-func decodeRow(r physicalRow) decodedRow {
+func decodeRow(r physicalRow, budget int) decodedRow {
 	if r.ignorable.Valid && r.ignorable.Int64 == 0 {
 		kind, ok := rowKindOf(r.typ)
 		if !ok {
@@ -379,6 +379,8 @@ func decodeRow(r physicalRow) decodedRow {
 		if r.seqs != nil || r.surfaceOp.Valid {
 			return decodedRow{err: errors.New("packed surface fields must be null")}
 		}
+		// DSH caps a packed row's data at 1 MiB: beyond it the row is
+		// malformed, not too large for dsh.
 		text, err := decodeRowData(r.data, true)
 		if err != nil {
 			return decodedRow{err: rowError(kind, "%v", err)}
@@ -386,7 +388,9 @@ func decodeRow(r physicalRow) decodedRow {
 		if len(text) > sqliteMaxRowBytes {
 			return decodedRow{err: rowError(kind, "data is %d bytes, more than %d", len(text), sqliteMaxRowBytes)}
 		}
-		events, err := expandRow(kind, r.seq, r.time, text, sqliteRowLimits)
+		lim := sqliteRowLimits
+		lim.maxBytes = budget
+		events, err := expandRow(kind, r.seq, r.time, text, lim)
 		return decodedRow{events: events, err: err}
 	}
 	text, err := decodeRowData(r.data, false)
@@ -444,10 +448,20 @@ func decodeRowData(v any, packed bool) ([]byte, error) {
 func (s *sqliteSource) scanRows(id string, rows []physicalRow, sess *Session) error {
 	decoded := make([]decodedRow, len(rows))
 	lastTurnEnd := -1
+	budget := maxLogText
 	for i, r := range rows {
-		decoded[i] = decodeRow(r)
-		if decoded[i].err == nil && decoded[i].turnEnd {
+		decoded[i] = decodeRow(r, budget)
+		d := decoded[i]
+		if errors.Is(d.err, errTooLarge) {
+			e := corruptAt(s.path, id, "session exceeds dsh's size limit", d.err)
+			e.Seq = r.seq
+			return e
+		}
+		if d.err == nil && d.turnEnd {
 			lastTurnEnd = i
+		}
+		for _, e := range d.events {
+			budget -= len(e.Data)
 		}
 	}
 	var events []session.Event
