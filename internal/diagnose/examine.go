@@ -1,0 +1,412 @@
+package diagnose
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/internal/subagent"
+)
+
+// sessionAudit collects one session's findings.
+type sessionAudit struct {
+	header   session.Header
+	findings []Finding
+}
+
+func (s *sessionAudit) add(code Code, seq *int64, format string, args ...any) {
+	s.findings = append(s.findings, Finding{
+		Code:      code,
+		Severity:  code.Severity(),
+		SessionID: s.header.ID,
+		ParentID:  s.header.ParentSession,
+		Seq:       seq,
+		Detail:    fmt.Sprintf(format, args...),
+	})
+}
+
+func (s *sessionAudit) has(codes ...Code) bool {
+	for _, f := range s.findings {
+		if slices.Contains(codes, f.Code) {
+			return true
+		}
+	}
+	return false
+}
+
+func seqOf(n int64) *int64 { return &n }
+
+// audit examines one session: its place in the tree, its lease, its raw
+// log, its descriptors, its checkpoint, and whether resume would take the
+// continuable child the catalog shows.
+func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution) (Report, error) {
+	h := it.header
+	s := &sessionAudit{header: h}
+	r := Report{ID: h.ID, ParentID: h.ParentSession, CreatedAt: h.CreatedAt, RowKind: RowNotListed}
+	if it.unknown {
+		s.add(UnknownSession, nil, "no session with id %q in the store", h.ID)
+		r.Findings = s.findings
+		return r, nil
+	}
+	if res != nil {
+		r.Row = res.Row
+		r.RowKind = rowKind(res)
+	}
+	_, live := a.leases.live[h.ID]
+	if err := a.checkParent(ctx, s); err != nil {
+		return r, err
+	}
+	if l, ok := a.leases.stale[h.ID]; ok {
+		s.add(LeaseStale, nil, "lease of holder %s (pid %d on %s) expired at %s, last heartbeat %s: the holder crashed or hung; the child lists as inactive and the next start or resume takes the lease over",
+			l.Holder, l.PID, l.Host, formatMillis(l.ExpiresAt), formatMillis(l.HeartbeatAt))
+	}
+	log, err := a.view.Audit(ctx, h.ID)
+	if errors.Is(err, sqlitepersist.ErrNotFound) {
+		// Only a live holder can know a session the store does not have.
+		s.add(LogUnreadable, nil, "no stored log: the session is known only to its live holder")
+		r.Findings = s.findings
+		sortFindings(r.Findings)
+		return r, nil
+	}
+	if err != nil {
+		return r, err
+	}
+	checkRawLog(s, log, res)
+	if log.ReadErr == nil {
+		if len(log.Closers) > 0 && !live {
+			checkInterruptedTurn(s, log)
+		}
+		if h.IsSubagent() {
+			checkDescriptors(s, log.Events, live)
+		}
+	}
+	if err := a.checkCache(ctx, s, log, res); err != nil {
+		return r, err
+	}
+	explainRow(s, res)
+	r.Findings = s.findings
+	sortFindings(r.Findings)
+	return r, nil
+}
+
+func rowKind(res *subagent.Resolution) RowKind {
+	switch {
+	case res.Row == nil:
+		return RowOmitted
+	case res.Row.Kind == subagent.KindChild:
+		return RowChild
+	case res.Row.Reason == subagent.ReasonUnavailable:
+		return RowUnavailable
+	}
+	return RowCorrupt
+}
+
+// checkParent reports a missing parent and, for a subagent child, a
+// delegation depth that is not its parent's plus one.
+func (a *auditor) checkParent(ctx context.Context, s *sessionAudit) error {
+	h := s.header
+	if h.ParentSession == nil {
+		if h.IsSubagent() {
+			s.add(OrphanParent, nil, "origin is subagent but the header names no parentSession: no listing shows it and no parent can resume it")
+		}
+		return nil
+	}
+	parent, err := a.parentHeader(ctx, *h.ParentSession)
+	if err != nil {
+		return err
+	}
+	if parent == nil {
+		what := "no parent can resume it"
+		if h.IsSubagent() {
+			what = "dsh list --parent still lists it, but no parent can resume it"
+		}
+		s.add(OrphanParent, nil, "parent session %q is not in the store: %s", *h.ParentSession, what)
+		return nil
+	}
+	if h.IsSubagent() && h.Depth() != parent.Depth()+1 {
+		s.add(DepthInconsistent, nil, "delegationDepth is %d but parent %q has delegationDepth %d (expected %d)",
+			h.Depth(), parent.ID, parent.Depth(), parent.Depth()+1)
+	}
+	return nil
+}
+
+// checkRawLog reports what the stored rows say before any reader hides it:
+// holes in the seqs, a torn tail, and a log that cannot be read at all (with
+// the seq and validation rule that failed).
+func checkRawLog(s *sessionAudit, log *sqlitepersist.AuditRead, res *subagent.Resolution) {
+	for _, g := range log.Gaps {
+		span := "seq " + strconv.FormatInt(g.From, 10) + " is"
+		if g.To > g.From {
+			span = fmt.Sprintf("seqs %d–%d are", g.From, g.To)
+		}
+		s.add(SeqGap, seqOf(g.From), "%s missing from the stored rows (the log jumps from seq %d to %d)", span, g.From-1, g.To+1)
+	}
+	if t := log.Torn; t != nil {
+		s.add(LogTornTail, seqOf(t.FromSeq), "torn tail from seq %d (%s): readers cut the log there, and resume's repair deletes it", t.FromSeq, t.Reason)
+	}
+	if log.ReadErr != nil {
+		seq, detail := readFailure(log.ReadErr)
+		s.add(LogUnreadable, seq, "%s%s", detail, unreadableConsequence(res))
+	}
+}
+
+// readFailure names the seq and rule of a failed read.
+func readFailure(err error) (*int64, string) {
+	var ve *session.ValidationError
+	if errors.As(err, &ve) {
+		if ve.Seq < 0 {
+			return nil, fmt.Sprintf("header fails validation (rule %s): %s", ve.Rule, ve.Msg)
+		}
+		return seqOf(ve.Seq), fmt.Sprintf("event at seq %d fails validation (rule %s): %s", ve.Seq, ve.Rule, ve.Msg)
+	}
+	var ce *sqlitepersist.CorruptRowError
+	if errors.As(err, &ce) {
+		return seqOf(ce.Seq), fmt.Sprintf("committed row at seq %d cannot be read: %s", ce.Seq, ce.Reason)
+	}
+	return nil, err.Error()
+}
+
+func unreadableConsequence(res *subagent.Resolution) string {
+	switch {
+	case res == nil:
+		return ""
+	case res.Rung == subagent.RungCache:
+		return "; dsh list still shows it from the projection checkpoint"
+	case res.Rung == subagent.RungLive:
+		return "; dsh list shows the live holder's snapshot"
+	}
+	return "; dsh list shows it as unavailable"
+}
+
+// checkInterruptedTurn reports an open last turn of a session nobody holds.
+func checkInterruptedTurn(s *sessionAudit, log *sqlitepersist.AuditRead) {
+	var start *int64
+	for i := len(log.Events) - 1; i >= 0; i-- {
+		if log.Events[i].Type == session.TypeTurnStart {
+			start = seqOf(log.Events[i].Seq)
+			break
+		}
+	}
+	types := make([]string, len(log.Closers))
+	for i, c := range log.Closers {
+		types[i] = c.Type
+	}
+	where := "the last turn"
+	if start != nil {
+		where = fmt.Sprintf("the turn started at seq %d", *start)
+	}
+	s.add(TurnInterrupted, start, "%s has no turn/end: its process stopped mid-turn; resume first appends DSH's %d closing events (%s)",
+		where, len(types), strings.Join(types, ", "))
+}
+
+// descriptorOutcome is how one descriptor event parses.
+type descriptorOutcome struct {
+	seq        int64
+	desc       *subagent.Descriptor // nil when malformed or unsupported
+	err        error                // the parse error of a malformed payload
+	version    string               // the version of an unsupported payload
+	unsupports bool
+}
+
+func (d descriptorOutcome) String() string {
+	switch {
+	case d.err != nil:
+		return "malformed"
+	case d.unsupports:
+		return "unsupported version " + d.version
+	case d.desc.Label == nil:
+		return string(d.desc.Mode)
+	}
+	return string(d.desc.Mode) + " " + strconv.Quote(*d.desc.Label)
+}
+
+func parseDescriptorEvent(e session.Event) descriptorOutcome {
+	out := descriptorOutcome{seq: e.Seq}
+	d, err := subagent.ParseDescriptor(e.Data)
+	switch {
+	case err != nil:
+		out.err = err
+	case d == nil:
+		out.unsupports = true
+		out.version = descriptorVersion(e.Data)
+	default:
+		out.desc = d
+	}
+	return out
+}
+
+// descriptorVersion is the version member of an unsupported payload, as
+// written.
+func descriptorVersion(data []byte) string {
+	var payload map[string]json.RawMessage
+	if err := json.Unmarshal(data, &payload); err != nil {
+		return "?"
+	}
+	return string(bytes.TrimSpace(payload["version"]))
+}
+
+// checkDescriptors applies the catalog's and resume's descriptor rules to a
+// subagent child's log. list folds the whole log, last descriptor wins;
+// resume takes the first descriptor of the own suffix (seq >= the inherited
+// cut). A running child without its own descriptor is in its creation
+// window, which is not a finding.
+func checkDescriptors(s *sessionAudit, events []session.Event, live bool) {
+	cut := s.header.InheritedCut()
+	var own, seed []descriptorOutcome
+	for _, e := range events {
+		if e.Type != session.TypeDescriptor {
+			continue
+		}
+		d := parseDescriptorEvent(e)
+		if subagent.OwnSuffix(e.Seq, cut) {
+			own = append(own, d)
+		} else {
+			seed = append(seed, d)
+		}
+	}
+	if len(own) == 0 {
+		switch {
+		case live:
+		case len(seed) == 0:
+			s.add(DescriptorMissing, nil, "no subagent/descriptor event in the log: dsh list shows the child as corrupt and resume refuses it (NOT_RESUMABLE)")
+		default:
+			last := seed[len(seed)-1]
+			s.add(DescriptorAncestorOnly, seqOf(last.seq), "the only descriptor%s (%s) %s in the inherited seed (seedLength %d), copied from an ancestor: dsh list shows the child as corrupt (DSH 0.1.0-rc.8 listed the ancestor's identity, %s) and resume refuses it (NOT_RESUMABLE)",
+				plural(len(seed)), seqList(seed), isAre(len(seed)), cut, last)
+		}
+		return
+	}
+	last := own[len(own)-1]
+	for i, d := range own {
+		var role []string
+		if i == len(own)-1 {
+			role = append(role, "it is the last descriptor, so dsh list shows the child as corrupt")
+		}
+		if i == 0 {
+			if d.err != nil {
+				role = append(role, "resume fails with this error")
+			} else {
+				role = append(role, "resume refuses the child (NOT_RESUMABLE)")
+			}
+		}
+		consequence := ""
+		if len(role) > 0 {
+			consequence = "; " + strings.Join(role, "; ")
+		}
+		switch {
+		case d.err != nil:
+			s.add(DescriptorMalformed, seqOf(d.seq), "%s%s", d.err, consequence)
+		case d.unsupports:
+			s.add(DescriptorUnsupportedVersion, seqOf(d.seq), "descriptor version %s is not supported (dsh reads version %d)%s", d.version, subagent.DescriptorVersion, consequence)
+		}
+	}
+	if len(own) > 1 {
+		verdict := "they agree"
+		if own[0].String() != last.String() {
+			verdict = "they differ"
+		}
+		s.add(DescriptorMultiple, seqOf(own[1].seq), "%d descriptors in the own suffix (seqs %s): dsh list uses the last (seq %d: %s), resume the first (seq %d: %s); %s",
+			len(own), seqList(own), last.seq, last, own[0].seq, own[0], verdict)
+	}
+}
+
+func seqList(ds []descriptorOutcome) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = strconv.FormatInt(d.seq, 10)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
+// checkCache compares the session's projection checkpoint with its header
+// and, when the log reads, with a fold of the log.
+func (a *auditor) checkCache(ctx context.Context, s *sessionAudit, log *sqlitepersist.AuditRead, res *subagent.Resolution) error {
+	look, err := a.cache.Lookup(ctx, log.Header)
+	if err != nil {
+		return err
+	}
+	switch look.Status {
+	case projcache.Miss:
+		return nil
+	case projcache.Foreign:
+		s.add(CacheForeign, nil, "the projection checkpoint belongs to another lifecycle of this id (%s): readers ignore it; dsh cache rebuild replaces it", look.Reason)
+		return nil
+	case projcache.Poisoned:
+		s.add(CachePoisoned, nil, "the projection checkpoint does not decode (%s): readers ignore it; dsh cache rebuild replaces it", look.Reason)
+		return nil
+	}
+	if log.ReadErr != nil {
+		return nil
+	}
+	read := func(context.Context, string) (session.Header, []session.Event, error) {
+		return log.Header, log.Events, nil
+	}
+	rep, err := a.cache.Verify(ctx, read, []string{s.header.ID})
+	if err != nil {
+		return err
+	}
+	served := ""
+	if res != nil && res.Rung == subagent.RungCache {
+		served = "; dsh list's row comes from this checkpoint"
+	}
+	for _, f := range rep.Findings {
+		switch f.Kind {
+		case projcache.KindMismatch, projcache.KindAhead, projcache.KindUnitFailed:
+			s.add(CacheStale, nil, "the projection checkpoint disagrees with a fold of the log (unit %q: %s)%s", f.Key, f.Reason, served)
+		}
+	}
+	return nil
+}
+
+// rowCauses are the findings that explain a diagnostic row.
+var rowCauses = []Code{
+	DescriptorMissing, DescriptorMalformed, DescriptorUnsupportedVersion, DescriptorAncestorOnly,
+	LogUnreadable, LifecycleMismatch, UnitFailed,
+}
+
+// explainRow makes sure a diagnostic row never goes unexplained: when no
+// finding names its cause (the ladder decided on something the log audit
+// does not see, such as a live holder's report), the ladder's cause is
+// reported.
+func explainRow(s *sessionAudit, res *subagent.Resolution) {
+	if res == nil || res.Row == nil || res.Row.Kind != subagent.KindDiagnostic || s.has(rowCauses...) {
+		return
+	}
+	switch {
+	case errors.Is(res.Cause, subagent.ErrWitnessMismatch):
+		s.add(LifecycleMismatch, nil, "the stored header differs from the enumerated (live) header on a lifecycle witness field: dsh list shows the child as corrupt")
+	case errors.Is(res.Cause, subagent.ErrAncestorOnly):
+		s.add(DescriptorAncestorOnly, nil, "the identity comes from the inherited seed: dsh list shows the child as corrupt")
+	case errors.Is(res.Cause, subagent.ErrNoIdentity):
+		s.add(DescriptorMissing, nil, "no valid identity: dsh list shows the child as corrupt")
+	case res.Cause != nil:
+		s.add(UnitFailed, nil, "%v: dsh list shows the child as %s", res.Cause, res.Row.Reason)
+	}
+}
+
+func formatMillis(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+}

@@ -1,0 +1,186 @@
+// Package diagnose is dsh's read-only audit of a session store. For every
+// examined session it reports the catalog row `dsh list` shows for it and
+// the findings that explain that row or point at damage: descriptors that
+// make a child corrupt, logs a reader cannot read or has to cut, crashed
+// turns and leases, projection checkpoints that disagree with their logs,
+// and children the catalog shows as continuable that resume would refuse.
+//
+// The audit runs in one read transaction of the store (a consistent
+// snapshot) and never writes, repairs or expires anything. It streams: one
+// session's log is in memory at a time.
+package diagnose
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Severity ranks a finding. The order matters: --fail-on picks a threshold.
+type Severity int
+
+// Severities, lowest first.
+const (
+	Info Severity = iota
+	Warning
+	Error
+)
+
+var severityNames = [...]string{Info: "info", Warning: "warning", Error: "error"}
+
+func (s Severity) String() string {
+	if s < Info || s > Error {
+		return fmt.Sprintf("Severity(%d)", int(s))
+	}
+	return severityNames[s]
+}
+
+// ParseSeverity reads a severity name (info, warning, error).
+func ParseSeverity(name string) (Severity, error) {
+	for s, n := range severityNames {
+		if n == name {
+			return Severity(s), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown severity %q (want %s)", name, strings.Join(severityNames[:], ", "))
+}
+
+// Code is a finding's stable identifier. Never rename one: CI jobs match on
+// them.
+type Code string
+
+// The finding codes. Each has one fixed severity (see Severity).
+const (
+	// DescriptorMissing: a subagent-origin session with no
+	// subagent/descriptor event at all (list: corrupt; resume: refused).
+	DescriptorMissing Code = "DESCRIPTOR_MISSING"
+	// DescriptorMalformed: an own-suffix descriptor that does not parse;
+	// the detail is the parse message.
+	DescriptorMalformed Code = "DESCRIPTOR_MALFORMED"
+	// DescriptorUnsupportedVersion: an own-suffix descriptor whose version
+	// is a number other than 2.
+	DescriptorUnsupportedVersion Code = "DESCRIPTOR_UNSUPPORTED_VERSION"
+	// DescriptorMultiple: more than one descriptor in the own suffix; the
+	// detail says whether list (the last) and resume (the first) disagree.
+	DescriptorMultiple Code = "DESCRIPTOR_MULTIPLE"
+	// DescriptorAncestorOnly: a seeded child whose only descriptors are
+	// the ancestor's copies in its inherited seed.
+	DescriptorAncestorOnly Code = "DESCRIPTOR_ANCESTOR_ONLY"
+	// LogUnreadable: the log fails DSH's validation or has a corrupt
+	// committed row; a cold read fails (list: unavailable).
+	LogUnreadable Code = "LOG_UNREADABLE"
+	// LogTornTail: the log ends in rows a reader cuts off (resume's repair
+	// deletes them).
+	LogTornTail Code = "LOG_TORN_TAIL"
+	// TurnInterrupted: the last turn has no turn/end (resume appends
+	// DSH's closing events first).
+	TurnInterrupted Code = "TURN_INTERRUPTED"
+	// SeqGap: seqs missing from the stored rows.
+	SeqGap Code = "SEQ_GAP"
+	// OrphanParent: the parent session does not exist, or a
+	// subagent-origin session names no parent.
+	OrphanParent Code = "ORPHAN_PARENT"
+	// DepthInconsistent: a subagent child's delegationDepth is not its
+	// parent's plus one.
+	DepthInconsistent Code = "DEPTH_INCONSISTENT"
+	// LeaseStale: an expired lease left by a holder that crashed or hung.
+	LeaseStale Code = "LEASE_STALE"
+	// CacheStale: the projection checkpoint disagrees with a fold of the
+	// log (it would serve wrong state).
+	CacheStale Code = "CACHE_STALE"
+	// CacheForeign: the checkpoint belongs to another lifecycle of the id
+	// (readers ignore it).
+	CacheForeign Code = "CACHE_FOREIGN"
+	// CachePoisoned: the checkpoint does not decode (readers ignore it).
+	CachePoisoned Code = "CACHE_POISONED"
+	// NotResumable: the catalog shows a continuable child that resume
+	// would refuse; the detail is resume's reason.
+	NotResumable Code = "NOT_RESUMABLE"
+	// LifecycleMismatch: the header a cold read returns is not the
+	// enumerated one (list: corrupt).
+	LifecycleMismatch Code = "LIFECYCLE_MISMATCH"
+	// UnitFailed: the projection fold fails on the log or the live
+	// holder reported a unit failure (list: corrupt).
+	UnitFailed Code = "UNIT_FAILED"
+	// UnknownSession: an id or parent named on the command line does not
+	// exist (only with --no-strict; otherwise it is exit status 2).
+	UnknownSession Code = "UNKNOWN_SESSION"
+)
+
+// codeSeverity is each code's fixed severity, in documentation order.
+var codeSeverity = []struct {
+	code     Code
+	severity Severity
+}{
+	{DescriptorMissing, Error},
+	{DescriptorMalformed, Error},
+	{DescriptorUnsupportedVersion, Error},
+	{DescriptorAncestorOnly, Error},
+	{DescriptorMultiple, Warning},
+	{LogUnreadable, Error},
+	{SeqGap, Error},
+	{LogTornTail, Warning},
+	{TurnInterrupted, Info},
+	{LifecycleMismatch, Error},
+	{UnitFailed, Error},
+	{NotResumable, Error},
+	{OrphanParent, Warning},
+	{DepthInconsistent, Warning},
+	{LeaseStale, Warning},
+	{CacheStale, Error},
+	{CachePoisoned, Warning},
+	{CacheForeign, Info},
+	{UnknownSession, Error},
+}
+
+// Codes returns every finding code in documentation order.
+func Codes() []Code {
+	out := make([]Code, len(codeSeverity))
+	for i, c := range codeSeverity {
+		out[i] = c.code
+	}
+	return out
+}
+
+// Severity is the code's fixed severity.
+func (c Code) Severity() Severity {
+	for _, cs := range codeSeverity {
+		if cs.code == c {
+			return cs.severity
+		}
+	}
+	return Error
+}
+
+// Finding is one problem with one session.
+type Finding struct {
+	Code     Code
+	Severity Severity
+	// SessionID is the session concerned; ParentID its parentSession
+	// (nil when the header has none).
+	SessionID string
+	ParentID  *string
+	// Seq is the event the finding concerns, nil when it concerns no
+	// single event.
+	Seq    *int64
+	Detail string
+}
+
+// RowKind is what `dsh list` shows for a session.
+type RowKind string
+
+// Row kinds. Corrupt and Unavailable are the diagnostic rows' reasons.
+const (
+	RowChild       RowKind = "child"
+	RowCorrupt     RowKind = "corrupt"
+	RowUnavailable RowKind = "unavailable"
+	// RowOmitted: a running child still in its creation window.
+	RowOmitted RowKind = "omitted"
+	// RowNotListed: not a subagent-origin child of a parent, so no
+	// listing ever has a row for it.
+	RowNotListed RowKind = "notListed"
+)
+
+// RowKinds lists the row kinds in summary order.
+func RowKinds() []RowKind {
+	return []RowKind{RowChild, RowCorrupt, RowUnavailable, RowOmitted, RowNotListed}
+}

@@ -1,0 +1,451 @@
+package diagnose
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/internal/subagent"
+)
+
+// Scope is how far below a parent the audit goes.
+type Scope string
+
+// Scopes, as `dsh list --scope`.
+const (
+	ScopeChildren    Scope = "children"
+	ScopeDescendants Scope = "descendants"
+)
+
+// Selection says which sessions to examine. With IDs, those sessions; with
+// Parent, its subagent children (Scope descendants: every subagent-origin
+// session below it); with All, every session; with nothing set, every
+// subagent-origin session.
+type Selection struct {
+	IDs    []string
+	Parent string
+	// HasParent distinguishes a Parent of "" from none.
+	HasParent bool
+	Scope     Scope
+	All       bool
+}
+
+// Options configures an audit.
+type Options struct {
+	Select Selection
+	// Strict makes an unknown id or parent an error (dsherr NOT_FOUND)
+	// before anything is examined; otherwise it is an UNKNOWN_SESSION
+	// finding.
+	Strict bool
+	// MaxFindings stops the audit once this many findings are reported
+	// (0: no limit); the summary is then marked truncated.
+	MaxFindings int
+	// Progress, when set, is called with the total before the first
+	// session and after every examined session.
+	Progress func(done, total int)
+}
+
+// chunk bounds how many candidates are resolved (and held) at once.
+const chunk = 256
+
+// Run audits store in one read transaction, calling emit with each
+// session's report in order: by parent (sessions without one first, then
+// parent ids in byte order), then in the catalog's order (createdAt, then
+// id as DSH collates it). It returns the summary. An unknown id or parent
+// under Strict, a store that cannot be read, and cancellation are errors; a
+// damaged session never is.
+func Run(ctx context.Context, store *sqlitepersist.Store, opts Options, emit func(Report) error) (Summary, error) {
+	sel := opts.Select
+	if sel.Scope == "" {
+		sel.Scope = ScopeChildren
+	}
+	if sel.Scope != ScopeChildren && sel.Scope != ScopeDescendants {
+		return Summary{}, dsherr.New(dsherr.Usage, "unknown scope %q (want children or descendants)", sel.Scope)
+	}
+	opts.Select = sel
+	sum := newSummary()
+	err := store.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
+		a, err := newAuditor(ctx, view, opts, emit)
+		if err != nil {
+			return err
+		}
+		err = a.run(ctx)
+		sum = a.summary
+		return err
+	})
+	if errors.Is(err, errLimitReached) {
+		err = nil
+	}
+	if err != nil && ctx.Err() != nil {
+		return sum, dsherr.Wrap(dsherr.Cancelled, ctx.Err(), "diagnose was cancelled")
+	}
+	return sum, err
+}
+
+// errLimitReached stops the walk once MaxFindings findings are reported.
+var errLimitReached = errors.New("findings limit reached")
+
+// auditor is one audit's state; everything it reads goes through view.
+type auditor struct {
+	view    *sqlitepersist.Store
+	opts    Options
+	emit    func(Report) error
+	lister  *subagent.Lister
+	corpus  *corpus.Corpus
+	cache   *projcache.Cache
+	leases  leaseIndex
+	summary Summary
+	done    int
+	total   int
+	// parent memoizes the last parent header looked up: sessions are
+	// visited grouped by parent.
+	parent struct {
+		id     string
+		header *session.Header
+	}
+}
+
+func newAuditor(ctx context.Context, view *sqlitepersist.Store, opts Options, emit func(Report) error) (*auditor, error) {
+	leases, err := readLeases(ctx, view)
+	if err != nil {
+		return nil, err
+	}
+	live := leases.liveSource()
+	// One connection serves the whole snapshot, so parallel cold reads
+	// would only queue behind each other.
+	lister := subagent.NewStoreLister(view, live, 1)
+	c, err := corpus.Load(ctx, view, live)
+	if err != nil {
+		return nil, err
+	}
+	return &auditor{
+		view:    view,
+		opts:    opts,
+		emit:    emit,
+		lister:  lister,
+		corpus:  c,
+		cache:   projcache.NewCache(view.Querier(), lister.Units),
+		leases:  leases,
+		summary: newSummary(),
+	}, nil
+}
+
+// item is one session to examine: its (live-merged) header and, for a
+// listing candidate, the corpus record the catalog resolves.
+type item struct {
+	header session.Header
+	rec    *corpus.Record
+	// unknown marks an id named on the command line that does not exist.
+	unknown bool
+}
+
+func (a *auditor) run(ctx context.Context) error {
+	sel := a.opts.Select
+	switch {
+	case len(sel.IDs) > 0:
+		return a.runIDs(ctx, sel.IDs)
+	case sel.HasParent:
+		return a.runParent(ctx, sel.Parent, sel.Scope)
+	default:
+		return a.runStore(ctx, !sel.All)
+	}
+}
+
+func (a *auditor) start(total int) {
+	a.total = total
+	if a.opts.Progress != nil {
+		a.opts.Progress(0, total)
+	}
+}
+
+// runStore examines every session (subagentOnly: every subagent-origin
+// session), one parent's group at a time.
+func (a *auditor) runStore(ctx context.Context, subagentOnly bool) error {
+	total, err := a.view.CountSessions(ctx, subagentOnly)
+	if err != nil {
+		return err
+	}
+	a.start(total)
+	if err := a.runRoots(ctx, subagentOnly); err != nil {
+		return err
+	}
+	return a.view.EachParent(ctx, subagentOnly, func(parent string) error {
+		return a.runGroup(ctx, parent, subagentOnly)
+	})
+}
+
+// runRoots examines the sessions without a parent. They are never listing
+// candidates, so they stream straight from the store; only a run of equal
+// createdAt is held, to order it as the catalog orders ids.
+func (a *auditor) runRoots(ctx context.Context, subagentOnly bool) error {
+	var run []item
+	flush := func() error {
+		corpus.SortHeaders(run, func(it item) session.Header { return it.header })
+		for _, it := range run {
+			if err := a.examine(ctx, it, nil); err != nil {
+				return err
+			}
+		}
+		run = run[:0]
+		return nil
+	}
+	err := a.view.RootHeaders(ctx, subagentOnly, func(h session.Header) error {
+		if len(run) > 0 && run[0].header.CreatedAt != h.CreatedAt {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		run = append(run, item{header: a.merged(h)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// merged is h as the corpus sees it: a live holder's header wins.
+func (a *auditor) merged(h session.Header) session.Header {
+	if l, ok := a.leases.live[h.ID]; ok {
+		return l.Header
+	}
+	return h
+}
+
+// runGroup examines the children of parent: the listing candidates in
+// catalog order, and with every origin also the ordinary sessions among
+// them.
+func (a *auditor) runGroup(ctx context.Context, parent string, subagentOnly bool) error {
+	recs, err := a.corpus.Children(ctx, parent)
+	if err != nil {
+		return err
+	}
+	items := make([]item, len(recs))
+	for i := range recs {
+		items[i] = item{header: recs[i].Header, rec: &recs[i]}
+	}
+	if !subagentOnly {
+		err := a.view.ChildrenOf(ctx, parent, func(h session.Header) error {
+			if h = a.merged(h); !h.IsSubagent() || h.Parent() != parent {
+				items = append(items, item{header: h})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		corpus.SortHeaders(items, func(it item) session.Header { return it.header })
+	}
+	return a.examineAll(ctx, items, false)
+}
+
+// runParent examines parent's children or descendants.
+func (a *auditor) runParent(ctx context.Context, parent string, scope Scope) error {
+	known, err := a.exists(ctx, parent)
+	if err != nil {
+		return err
+	}
+	if !known && a.opts.Strict {
+		return unknownError(parent)
+	}
+	var recs []corpus.Record
+	if scope == ScopeDescendants {
+		recs, err = a.corpus.Descendants(ctx, parent)
+		// Pre-order keeps siblings in catalog order; grouping by parent
+		// then gives the audit's order.
+		slices.SortStableFunc(recs, func(x, y corpus.Record) int { return cmp.Compare(x.ParentID, y.ParentID) })
+	} else {
+		recs, err = a.corpus.Children(ctx, parent)
+	}
+	if err != nil {
+		return err
+	}
+	items := make([]item, 0, len(recs)+1)
+	if !known {
+		items = append(items, item{header: session.Header{ID: parent}, unknown: true})
+	}
+	for i := range recs {
+		items = append(items, item{header: recs[i].Header, rec: &recs[i]})
+	}
+	a.start(len(items))
+	return a.examineAll(ctx, items, scope == ScopeDescendants)
+}
+
+// runIDs examines the named sessions, each with the row `dsh list --parent
+// <its parent>` shows for it.
+func (a *auditor) runIDs(ctx context.Context, ids []string) error {
+	seen := map[string]bool{}
+	var items []item
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		h, err := a.view.Header(ctx, id)
+		switch {
+		case errors.Is(err, sqlitepersist.ErrNotFound):
+			if _, live := a.leases.live[id]; live {
+				h = a.leases.live[id].Header
+				break
+			}
+			if a.opts.Strict {
+				return unknownError(id)
+			}
+			items = append(items, item{header: session.Header{ID: id}, unknown: true})
+			continue
+		case err != nil:
+			return err
+		}
+		items = append(items, item{header: a.merged(h)})
+	}
+	slices.SortStableFunc(items, func(x, y item) int { return compareParent(x.header, y.header) })
+	a.start(len(items))
+	// Each group of siblings is resolved against its parent's candidates,
+	// read once per parent.
+	for start := 0; start < len(items); {
+		end := start + 1
+		for end < len(items) && compareParent(items[start].header, items[end].header) == 0 {
+			end++
+		}
+		group := items[start:end]
+		corpus.SortHeaders(group, func(it item) session.Header { return it.header })
+		if p := group[0].header.ParentSession; p != nil && !group[0].unknown {
+			recs, err := a.corpus.Children(ctx, *p)
+			if err != nil {
+				return err
+			}
+			byID := make(map[string]*corpus.Record, len(recs))
+			for i := range recs {
+				byID[recs[i].Header.ID] = &recs[i]
+			}
+			for i := range group {
+				if !group[i].unknown {
+					group[i].rec = byID[group[i].header.ID]
+				}
+			}
+		}
+		if err := a.examineAll(ctx, group, false); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+// compareParent orders headers by parentSession: none first, then byte
+// order.
+func compareParent(x, y session.Header) int {
+	switch {
+	case x.ParentSession == nil && y.ParentSession == nil:
+		return 0
+	case x.ParentSession == nil:
+		return -1
+	case y.ParentSession == nil:
+		return 1
+	}
+	return cmp.Compare(*x.ParentSession, *y.ParentSession)
+}
+
+func unknownError(id string) error {
+	return &dsherr.Error{Code: dsherr.NotFound, Msg: fmt.Sprintf("no session with id %q", id), Err: sqlitepersist.ErrNotFound}
+}
+
+// exists reports whether id is a stored or live session.
+func (a *auditor) exists(ctx context.Context, id string) (bool, error) {
+	h, err := a.parentHeader(ctx, id)
+	return h != nil, err
+}
+
+// parentHeader returns the header of id, nil when there is no such
+// session (stored or live).
+func (a *auditor) parentHeader(ctx context.Context, id string) (*session.Header, error) {
+	if a.parent.header != nil && a.parent.id == id {
+		return a.parent.header, nil
+	}
+	var found *session.Header
+	if l, ok := a.leases.live[id]; ok {
+		found = &l.Header
+	} else {
+		h, err := a.view.Header(ctx, id)
+		switch {
+		case errors.Is(err, sqlitepersist.ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			found = &h
+		}
+	}
+	a.parent.id, a.parent.header = id, found
+	return found, nil
+}
+
+// examineAll resolves the candidates among items through the catalog's
+// ladder, a chunk at a time, and examines every item in order.
+func (a *auditor) examineAll(ctx context.Context, items []item, placed bool) error {
+	for start := 0; start < len(items); start += chunk {
+		part := items[start:min(start+chunk, len(items))]
+		var recs []corpus.Record
+		var at []int
+		for i, it := range part {
+			if it.rec != nil {
+				recs = append(recs, *it.rec)
+				at = append(at, i)
+			}
+		}
+		res := make([]*subagent.Resolution, len(part))
+		if len(recs) > 0 {
+			resolved, err := a.lister.ResolveRecords(ctx, recs, placed)
+			if err != nil {
+				return err
+			}
+			for j, i := range at {
+				res[i] = &resolved[j]
+			}
+		}
+		for i, it := range part {
+			if err := a.examine(ctx, it, res[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// examine audits one session and emits its report.
+func (a *auditor) examine(ctx context.Context, it item, res *subagent.Resolution) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r, err := a.audit(ctx, it, res)
+	if err != nil {
+		return err
+	}
+	limited := false
+	if max := a.opts.MaxFindings; max > 0 {
+		left := max - a.summary.Findings()
+		if len(r.Findings) >= left {
+			r.Findings = r.Findings[:left]
+			limited = true
+		}
+	}
+	a.summary.add(r)
+	if err := a.emit(r); err != nil {
+		return err
+	}
+	a.done++
+	if a.opts.Progress != nil {
+		a.opts.Progress(a.done, max(a.total, a.done))
+	}
+	if limited {
+		a.summary.Truncated = true
+		return errLimitReached
+	}
+	return nil
+}
