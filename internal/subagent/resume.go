@@ -1,0 +1,147 @@
+package subagent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+)
+
+// ResumeRequest is DSH's send_message to a settled child: a cold resume
+// that runs one turn answering Message.
+type ResumeRequest struct {
+	Child  string
+	Parent string
+	// Message is relayed from Parent (source coordinator/relay).
+	Message string
+	// Provider runs the turn. An empty Name takes the child's recorded
+	// route (the descriptor's agentProvider, when it is an offline
+	// provider), else echo; an empty Model takes the descriptor's
+	// agentModel when the provider is the recorded one.
+	Provider ProviderConfig
+}
+
+// Resume sends a message to a continuable child and runs the turn that
+// answers it, with DSH's cold-resume checks in DSH's order:
+//
+//  1. the child cannot be read (unknown id, damaged or invalid log) →
+//     NOT_RESUMABLE `subagent "<id>" is unavailable`;
+//  2. its parentSession is not Parent (direct parent only) → UNAUTHORIZED
+//     `subagent "<id>" belongs to another parent session`;
+//  3. the first descriptor of its own suffix (events at or after the exact
+//     inherited cut) is missing, of an unsupported version, or one-shot →
+//     NOT_RESUMABLE `subagent "<id>" has no supported continuation state and
+//     cannot be resumed; do not retry send_message with this id`; malformed →
+//     the descriptor's parse error (DESCRIPTOR_MALFORMED);
+//  4. another live process holds the child → NOT_DELIVERED, "not delivered".
+//
+// A refused resume writes nothing. Then, in the lease's transaction, the
+// repairing load drops a torn tail and closes an interrupted turn; the turn
+// follows, after a session/end-seed marker unless the log already ends with
+// one. Turn numbers continue the log's; no descriptor or policy event is
+// written, and the header's delegationDepth stays the child's depth.
+func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (*TurnResult, error) {
+	in, err := rt.Store.Inspect(ctx, req.Child)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("resume %q: %w", req.Child, context.Cause(ctx))
+		}
+		return nil, &dsherr.Error{Code: dsherr.NotResumable, Msg: fmt.Sprintf("subagent %q is unavailable", req.Child), Err: err}
+	}
+	if in.Header.Parent() != req.Parent {
+		return nil, dsherr.New(dsherr.Unauthorized, "subagent %q belongs to another parent session", req.Child)
+	}
+	desc, err := firstOwnDescriptor(in.Events, in.Header.InheritedCut())
+	if err != nil {
+		return nil, &dsherr.Error{Code: dsherr.DescriptorError, Msg: err.Error(), Err: err}
+	}
+	if desc == nil || desc.Mode != ModeContinuable {
+		return nil, dsherr.New(dsherr.NotResumable,
+			"subagent %q has no supported continuation state and cannot be resumed; do not retry send_message with this id", req.Child)
+	}
+	cfg := recordedRoute(req.Provider, desc)
+	provider, r, err := cfg.open()
+	if err != nil {
+		return nil, err
+	}
+	holder, beat, err := rt.holder()
+	if err != nil {
+		return nil, err
+	}
+
+	res := &TurnResult{ChildID: req.Child}
+	var (
+		w     *childWriter
+		log   []session.Event
+		wrote bool
+	)
+	err = rt.Store.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+		var err error
+		if res.TookOver, err = tx.AcquireLease(ctx, req.Child, holder); err != nil {
+			return err
+		}
+		loaded, err := tx.Load(ctx, req.Child)
+		if err != nil {
+			return err
+		}
+		res.Torn, res.Closers = loaded.Torn, loaded.Closers
+		log = append(loaded.Events, loaded.Closers...)
+		w = rt.newChildWriter(holder, loaded.Header, log)
+		wrote, err = w.published(ctx, tx, loaded.Closers)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if wrote {
+		w.ckpt.Written()
+	}
+	if len(log) == 0 || log[len(log)-1].Type != session.TypeEndSeed {
+		w.add(session.TypeEndSeed, endSeedData)
+	}
+	return rt.runAndRelease(ctx, w, turnSpec{
+		turn:      lastTurnNumber(log) + 1,
+		messageID: rt.newID(),
+		text:      req.Message,
+		source:    relaySource(req.Parent),
+		provider:  provider,
+		route:     r,
+		timeout:   cfg.Timeout,
+		heartbeat: beat,
+	}, res)
+}
+
+// firstOwnDescriptor parses the first subagent/descriptor whose seq is at or
+// after the inherited cut: nil, nil when there is none or it is of an
+// unsupported version; a *DescriptorError when it is malformed. Later
+// descriptors never matter to a resume (DSH folds only the first).
+func firstOwnDescriptor(events []session.Event, cut int64) (*Descriptor, error) {
+	for _, e := range events {
+		if e.Type == session.TypeDescriptor && OwnSuffix(e.Seq, cut) {
+			return ParseDescriptor(e.Data)
+		}
+	}
+	return nil, nil
+}
+
+// recordedRoute fills what the caller left open from the child's recorded
+// route, as DSH rebuilds a resumed child's model route from the descriptor
+// alone. A route naming a provider dsh cannot run offline falls back to echo.
+func recordedRoute(cfg ProviderConfig, d *Descriptor) ProviderConfig {
+	recorded := ""
+	if d.AgentProvider != nil {
+		recorded = *d.AgentProvider
+	}
+	if cfg.Name == "" {
+		cfg.Name = ProviderEcho
+		if recorded == ProviderExec || recorded == ProviderEcho {
+			cfg.Name = recorded
+		}
+	}
+	if cfg.Model == "" && cfg.Name == recorded && d.AgentModel != nil {
+		cfg.Model = *d.AgentModel
+	}
+	return cfg
+}

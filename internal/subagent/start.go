@@ -1,0 +1,349 @@
+package subagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+)
+
+// Lease timing defaults: a running turn renews its lease every second and a
+// crashed holder's lease lapses five seconds after its last renewal.
+const (
+	DefaultLeaseTTL  = 5 * time.Second
+	DefaultHeartbeat = time.Second
+)
+
+// DSH's subagent providers as the descriptor names them: a fresh child is
+// spawned, a fork child inherits its parent's completed turns.
+const (
+	descriptorProviderSpawn = "spawn"
+	descriptorProviderFork  = "fork"
+)
+
+// Runtime starts and resumes subagent children in a dsh store, offline,
+// with DSH's checks, in DSH's order, writing DSH's event layout. A running
+// turn holds the child's lease (see sqlitepersist.AcquireLease), which makes
+// it `running` to listings in other processes and exclusive to writers.
+type Runtime struct {
+	Store *sqlitepersist.Store
+	// LeaseTTL and Heartbeat time the lease of a running turn: it is
+	// renewed every Heartbeat and lapses LeaseTTL after the last renewal.
+	// Zero values take the defaults; Heartbeat must be below LeaseTTL.
+	LeaseTTL  time.Duration
+	Heartbeat time.Duration
+	// Checkpoints is the projection cache's write policy for the child.
+	Checkpoints projcache.WritePolicy
+	// Now is the clock recorded in headers and events (nil: time.Now).
+	// Leases always use the wall clock: they are compared across processes.
+	Now func() time.Time
+	// NewID returns a fresh child or message id (nil: a random lowercase
+	// UUID v4, as DSH's crypto.randomUUID).
+	NewID func() string
+}
+
+func (rt *Runtime) now() time.Time {
+	if rt.Now == nil {
+		return time.Now()
+	}
+	return rt.Now()
+}
+
+func (rt *Runtime) newID() string {
+	if rt.NewID == nil {
+		return uuid.NewString()
+	}
+	return rt.NewID()
+}
+
+// holder is a fresh lease holder for this process with the runtime's TTL.
+func (rt *Runtime) holder() (sqlitepersist.LeaseHolder, time.Duration, error) {
+	ttl, beat := rt.LeaseTTL, rt.Heartbeat
+	if ttl == 0 {
+		ttl = DefaultLeaseTTL
+	}
+	if beat == 0 {
+		beat = DefaultHeartbeat
+	}
+	if ttl < 0 || beat < 0 || beat >= ttl {
+		return sqlitepersist.LeaseHolder{}, 0, dsherr.New(dsherr.InvalidInput,
+			"lease heartbeat (%s) must be positive and below the lease TTL (%s)", beat, ttl)
+	}
+	return sqlitepersist.NewLeaseHolder(ttl), beat, nil
+}
+
+// TurnResult is what a start or resume did.
+type TurnResult struct {
+	ChildID string
+	// MessageID is the id of the user message the turn answered (DSH
+	// returns it as the accepted inbox message).
+	MessageID string
+	Turn      int64
+	Outcome   TurnOutcome
+	// TookOver is the expired lease of a crashed holder that this turn
+	// replaced (resume only), nil when the child was free.
+	TookOver *sqlitepersist.Lease
+	// Torn and Closers are what the repairing load did before a resumed
+	// turn: the torn tail it dropped, the events that closed an
+	// interrupted turn.
+	Torn    *sqlitepersist.TornTail
+	Closers []session.Event
+	// Warnings are failures that did not stop the turn: a checkpoint that
+	// could not be written (the cache is derived data), a lease that could
+	// not be released (it lapses by itself).
+	Warnings []error
+}
+
+// StartRequest is DSH's start of a child: startContinuable, or a one-shot
+// start, through the spawn (fresh) or fork provider.
+type StartRequest struct {
+	Parent string
+	// ChildID is a caller-reserved id; "" chooses a new one.
+	ChildID string
+	Mode    Mode
+	// Label is required for a continuable child, optional for a one-shot.
+	Label *string
+	// Fork seeds the child with the parent's events up to its last
+	// turn/end (a fresh child when no turn has ended).
+	Fork bool
+	// Message is the initial prompt, the child's first turn.
+	Message string
+	// MaxDepth is the delegation depth limit: a child deeper than it is
+	// refused.
+	MaxDepth int64
+	// Provider runs the first turn; its Name defaults to echo.
+	Provider ProviderConfig
+}
+
+// startPlan is a start that passed every check: what to create, and the
+// first turn to run.
+type startPlan struct {
+	header session.Header
+	seed   []session.Event
+	holder sqlitepersist.LeaseHolder
+	turn   turnSpec
+}
+
+// Start creates a child and runs its first turn. Checks, in order: the
+// request (mode, label, depth limit, provider), the parent exists
+// (NOT_FOUND), the id is free (DUPLICATE_CHILD `subagent "<id>" already
+// exists`), the depth (DEPTH_EXCEEDED `subagent depth <n> exceeds maxDepth
+// <m>`), the descriptor. A refused start writes nothing.
+//
+// The header, the creation seed and the lease are written in one
+// transaction; the turn follows in two batches (see runTurn). A turn that
+// ends in error or is cancelled is still a successful start: the child
+// exists and its log says how the turn ended.
+func (rt *Runtime) Start(ctx context.Context, req StartRequest) (*TurnResult, error) {
+	plan, err := rt.planStart(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	w, err := rt.create(ctx, plan)
+	if err != nil {
+		return nil, err
+	}
+	w.add(session.TypeApproval, policyData)
+	return rt.runAndRelease(ctx, w, plan.turn, &TurnResult{ChildID: plan.header.ID})
+}
+
+func (rt *Runtime) planStart(ctx context.Context, req StartRequest) (*startPlan, error) {
+	switch req.Mode {
+	case ModeContinuable:
+		if req.Label == nil {
+			return nil, dsherr.New(dsherr.InvalidInput, "a continuable child needs a label")
+		}
+	case ModeOneShot:
+	default:
+		return nil, dsherr.New(dsherr.Usage, "unknown mode %q (want %s or %s)", req.Mode, ModeContinuable, ModeOneShot)
+	}
+	if req.MaxDepth < 0 || req.MaxDepth > maxSafeInteger {
+		return nil, dsherr.New(dsherr.InvalidInput, "subagent maxDepth must be a non-negative safe integer")
+	}
+	cfg := req.Provider
+	if cfg.Name == "" {
+		cfg.Name = ProviderEcho
+	}
+	provider, r, err := cfg.open()
+	if err != nil {
+		return nil, err
+	}
+	holder, beat, err := rt.holder()
+	if err != nil {
+		return nil, err
+	}
+
+	parent, err := rt.Store.Header(ctx, req.Parent)
+	if errors.Is(err, sqlitepersist.ErrNotFound) {
+		return nil, &dsherr.Error{Code: dsherr.NotFound, Msg: fmt.Sprintf("parent session %q not found", req.Parent), Err: err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	id := req.ChildID
+	if id == "" {
+		id = rt.newID()
+	}
+	if _, err := rt.Store.Header(ctx, id); err == nil {
+		return nil, duplicateChild(id, nil)
+	} else if !errors.Is(err, sqlitepersist.ErrNotFound) {
+		return nil, err
+	}
+	depth := max(parent.Depth(), 0) + 1
+	if depth > req.MaxDepth {
+		return nil, dsherr.New(dsherr.DepthExceeded, "subagent depth %d exceeds maxDepth %d", depth, req.MaxDepth)
+	}
+	var prefix []session.Event
+	if req.Fork {
+		in, err := rt.Store.Inspect(ctx, req.Parent)
+		if err != nil {
+			return nil, fmt.Errorf("read parent %q to fork it: %w", req.Parent, err)
+		}
+		prefix = session.ForkPrefix(in.Events)
+	}
+
+	desc := Descriptor{Version: DescriptorVersion, Mode: req.Mode, Provider: descriptorProviderSpawn, Label: req.Label}
+	if req.Fork {
+		desc.Provider = descriptorProviderFork
+	}
+	if req.Mode == ModeContinuable {
+		desc.AgentProvider, desc.AgentModel = &r.provider, &r.model
+	}
+	descData, err := desc.MarshalJSON()
+	if err != nil {
+		return nil, dsherr.Wrap(dsherr.InvalidInput, err, "subagent descriptor")
+	}
+
+	origin := session.OriginSubagent
+	h := session.Header{
+		Version:         session.FormatVersion,
+		ID:              id,
+		CreatedAt:       rt.now().UnixMilli(),
+		Cwd:             parent.Cwd,
+		ParentSession:   &parent.ID,
+		Origin:          &origin,
+		DelegationDepth: &depth,
+		AgentPreset:     parent.AgentPreset,
+	}
+	plan := &startPlan{header: h, holder: holder, turn: turnSpec{
+		turn:      lastTurnNumber(prefix) + 1,
+		messageID: rt.newID(),
+		text:      req.Message,
+		source:    userSource,
+		provider:  provider,
+		route:     r,
+		timeout:   cfg.Timeout,
+		heartbeat: beat,
+	}}
+	// The creation seed, as DSH stages it: the inherited prefix and its
+	// end-seed marker, then for a continuable child the descriptor and the
+	// marker its Session constructor adds. A one-shot child's descriptor
+	// goes inside its first turn instead.
+	seed := newSeed(rt.now().UnixMilli())
+	if len(prefix) > 0 {
+		cut := int64(len(prefix))
+		plan.header.SeedLength = &cut
+		seed.events = append(seed.events, prefix...)
+		seed.add(session.TypeEndSeed, endSeedData)
+	}
+	if req.Mode == ModeContinuable {
+		seed.add(session.TypeDescriptor, descData)
+		seed.add(session.TypeEndSeed, endSeedData)
+	} else {
+		plan.turn.descriptor = descData
+	}
+	plan.seed = seed.events
+	return plan, nil
+}
+
+// seedBuilder appends creation-seed events with contiguous seqs.
+type seedBuilder struct {
+	events []session.Event
+	time   int64
+}
+
+func newSeed(time int64) *seedBuilder { return &seedBuilder{time: time} }
+
+func (b *seedBuilder) add(typ string, data []byte) {
+	b.events = append(b.events, session.Event{Type: typ, Seq: int64(len(b.events)), Time: b.time, Data: data})
+}
+
+// create writes the child's header and creation seed and takes its lease,
+// publishing its first live snapshot, in one transaction. Until the
+// descriptor is written the snapshot has no identity (the creation window:
+// listings omit the child).
+func (rt *Runtime) create(ctx context.Context, plan *startPlan) (*childWriter, error) {
+	w := rt.newChildWriter(plan.holder, plan.header, plan.seed)
+	var wrote bool
+	err := rt.Store.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+		if err := tx.CreateSession(ctx, plan.header, plan.seed); err != nil {
+			if errors.Is(err, sqlitepersist.ErrDuplicate) {
+				return duplicateChild(plan.header.ID, err)
+			}
+			return err
+		}
+		if _, err := tx.AcquireLease(ctx, plan.header.ID, plan.holder); err != nil {
+			return err
+		}
+		var err error
+		wrote, err = w.published(ctx, tx, plan.seed)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if wrote {
+		w.ckpt.Written()
+	}
+	return w, nil
+}
+
+func duplicateChild(id string, cause error) error {
+	return &dsherr.Error{Code: dsherr.DuplicateChild, Msg: fmt.Sprintf("subagent %q already exists", id), Err: cause}
+}
+
+// runAndRelease runs the turn and releases the lease whatever happened.
+func (rt *Runtime) runAndRelease(ctx context.Context, w *childWriter, spec turnSpec, res *TurnResult) (*TurnResult, error) {
+	out, err := w.runTurn(ctx, spec)
+	if err != nil {
+		// The lease is released unless it was lost (then it is not ours).
+		if !errors.Is(err, sqlitepersist.ErrLeaseLost) {
+			err = errors.Join(err, w.release(context.WithoutCancel(ctx)))
+		}
+		return nil, err
+	}
+	if rerr := w.release(context.WithoutCancel(ctx)); rerr != nil {
+		res.Warnings = append(res.Warnings, rerr)
+	}
+	if w.checkpointErr != nil {
+		res.Warnings = append(res.Warnings, fmt.Errorf("projection checkpoint of %s not written: %w", w.header.ID, w.checkpointErr))
+	}
+	res.MessageID, res.Turn, res.Outcome = spec.messageID, spec.turn, out
+	return res, nil
+}
+
+// lastTurnNumber is the number of the last turn in events, 0 when there is
+// none: the turn field of the last turn/start or turn/end, or, if that is
+// unreadable, the count of turn/start events.
+func lastTurnNumber(events []session.Event) int64 {
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		if e.Type != session.TypeTurnStart && e.Type != session.TypeTurnEnd {
+			continue
+		}
+		if obj, err := flatObject(e.Data); err == nil {
+			if n, ok := seqValue(obj["turn"]); ok {
+				return n
+			}
+		}
+		break
+	}
+	return int64(session.Summarize(events).Turns)
+}

@@ -1,0 +1,374 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+)
+
+// Turn outcomes: the kind of the reason a turn/end records.
+const (
+	OutcomeCompleted = "completed"
+	OutcomeError     = "error"
+	OutcomeAborted   = "aborted"
+)
+
+// TurnOutcome is how an offline turn ended.
+type TurnOutcome struct {
+	// Kind is OutcomeCompleted, OutcomeError or OutcomeAborted (the user
+	// cancelled: SIGINT or SIGTERM).
+	Kind string
+	// Reply is the assistant's reply of a completed turn.
+	Reply string
+	// Failure is the error reason of a turn that ended in error.
+	Failure *TurnFailure
+}
+
+// childWriter appends one child's events while holding its lease. Every
+// durable batch renews the lease and publishes the child's live `subagent`
+// snapshot in the same transaction as the events it covers, so a listing
+// never sees a snapshot ahead of (or long behind) the log, and a writer that
+// lost its lease writes nothing. Checkpoints follow the projection cache's
+// write policy, in that transaction too.
+type childWriter struct {
+	store  *sqlitepersist.Store
+	holder sqlitepersist.LeaseHolder
+	header session.Header
+	now    func() time.Time
+	newID  func() string
+
+	reg  *projcache.Registry
+	fold *projcache.Fold
+	ckpt *projcache.Checkpointer
+	// checkpointErr is the last failed checkpoint write; the cache is
+	// derived data, so a failure never fails the turn.
+	checkpointErr error
+
+	next    int64
+	pending []session.Event
+}
+
+func (rt *Runtime) newChildWriter(holder sqlitepersist.LeaseHolder, h session.Header, existing []session.Event) *childWriter {
+	reg := NewRegistry()
+	w := &childWriter{
+		store: rt.Store, holder: holder, header: h, now: rt.now, newID: rt.newID,
+		reg: reg, fold: reg.NewFold(), ckpt: projcache.NewCheckpointer(rt.Checkpoints),
+		next: int64(len(existing)),
+	}
+	w.fold.Apply(existing...)
+	return w
+}
+
+// add queues an event for the next flush.
+func (w *childWriter) add(typ string, data []byte) {
+	w.pending = append(w.pending, session.Event{
+		Type: typ,
+		Seq:  w.next + int64(len(w.pending)),
+		Time: w.now().UnixMilli(),
+		Data: json.RawMessage(data),
+	})
+}
+
+// addSurface queues a surface event appended to the model-visible surface.
+func (w *childWriter) addSurface(typ string, data []byte) {
+	w.add(typ, data)
+	w.pending[len(w.pending)-1].SurfaceOp = json.RawMessage(`"append"`)
+}
+
+// snapshot is what the holder publishes: the `subagent` view as of the last
+// folded event, or the failure of any unit (which lists the child corrupt).
+func (w *childWriter) snapshot() sqlitepersist.LiveSnapshot {
+	snap, err := w.fold.Snapshot()
+	out := sqlitepersist.LiveSnapshot{Subagent: snap.Values[UnitKey], AsOfSeq: snap.AsOfSeq}
+	if out.Subagent == nil {
+		out.Subagent = json.RawMessage(`null`)
+	}
+	if err != nil {
+		out.UnitFailure = err.Error()
+	}
+	return out
+}
+
+// published renews the lease with the current snapshot inside tx and
+// checkpoints when the write policy asks, for events just made durable in
+// tx. It reports whether a checkpoint was written (acknowledge it once tx
+// commits).
+func (w *childWriter) published(ctx context.Context, tx *sqlitepersist.Store, durable []session.Event) (bool, error) {
+	snap := w.snapshot()
+	if err := tx.HeartbeatLease(ctx, w.header.ID, w.holder, &snap); err != nil {
+		return false, err
+	}
+	if !w.ckpt.Observe(durable...) {
+		return false, nil
+	}
+	return w.checkpoint(ctx, tx), nil
+}
+
+func (w *childWriter) checkpoint(ctx context.Context, tx *sqlitepersist.Store) bool {
+	cp, _ := w.fold.Checkpoint() // a failed unit has no row; its failure is published
+	if err := projcache.NewCache(tx.Querier(), w.reg).Put(ctx, w.header, w.fold.AsOfSeq(), cp); err != nil {
+		w.checkpointErr = err
+		return false
+	}
+	return true
+}
+
+// flush appends the queued events as one batch under the lease.
+func (w *childWriter) flush(ctx context.Context) error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	batch := w.pending
+	w.fold.Apply(batch...)
+	var wrote bool
+	err := w.store.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+		if err := tx.Append(ctx, w.header.ID, w.next, batch); err != nil {
+			return err
+		}
+		var err error
+		wrote, err = w.published(ctx, tx, batch)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write turn events of %s: %w", w.header.ID, err)
+	}
+	if wrote {
+		w.ckpt.Written()
+	}
+	w.next += int64(len(batch))
+	w.pending = nil
+	return nil
+}
+
+// release writes the mandatory release checkpoint and deletes the lease,
+// in one transaction.
+func (w *childWriter) release(ctx context.Context) error {
+	var wrote bool
+	err := w.store.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+		if w.ckpt.Release() {
+			wrote = w.checkpoint(ctx, tx)
+		}
+		return tx.ReleaseLease(ctx, w.header.ID, w.holder)
+	})
+	if err != nil {
+		return fmt.Errorf("release %s: %w", w.header.ID, err)
+	}
+	if wrote {
+		w.ckpt.Written()
+	}
+	return nil
+}
+
+// keepAlive renews the lease every interval until stop is called. A lease
+// found lost cancels work through lost, with the loss as the cause; other
+// failures are left to the next renewal (and to the next flush, which fails
+// if the lease is gone by then).
+func (w *childWriter) keepAlive(ctx context.Context, every time.Duration, lost context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				err := w.store.HeartbeatLease(ctx, w.header.ID, w.holder, nil)
+				if errors.Is(err, sqlitepersist.ErrLeaseLost) {
+					lost(err)
+					return
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// turnSpec is one offline turn.
+type turnSpec struct {
+	turn      int64
+	messageID string
+	text      string
+	// source is the user message's source object.
+	source []byte
+	// descriptor, when set, is written inside the turn right after the
+	// inbox claim (a one-shot child's first turn).
+	descriptor []byte
+	provider   Provider
+	route      route
+	timeout    time.Duration
+	heartbeat  time.Duration
+}
+
+// runTurn writes one turn the way DSH's agent loop lays it out — the inbox
+// enqueue of the message, turn/start, the inbox claim, step/start and the
+// user message in a first batch; the provider's reply and the turn's end in
+// a second — with whatever the caller queued before it in the first batch.
+// The provider runs between the two batches while the lease is renewed.
+//
+// A cancelled ctx (the user interrupting) ends the turn `aborted` with
+// reason {kind:"user"}; the closing batch is still written. A lost lease
+// stops the turn without writing more (the next resume closes it as
+// interrupted) and is returned as an error.
+func (w *childWriter) runTurn(ctx context.Context, t turnSpec) (TurnOutcome, error) {
+	msg := userMessageData(t.messageID, t.text, t.source)
+	w.add(session.TypeInboxSpliced, inboxEnqueueData(msg))
+	w.add(session.TypeTurnStart, turnData(t.turn))
+	w.add(session.TypeInboxSpliced, inboxClaimData)
+	if t.descriptor != nil {
+		w.add(session.TypeDescriptor, t.descriptor)
+	}
+	w.add(session.TypeStepStart, stepData(t.turn, 1))
+	w.addSurface(session.TypeUserMessage, msg)
+	if err := w.flush(ctx); err != nil {
+		return TurnOutcome{}, err
+	}
+
+	out, err := w.runProvider(ctx, t)
+	if err != nil {
+		return TurnOutcome{}, err
+	}
+	// The closing batch is written even when the user interrupted.
+	closing := context.WithoutCancel(ctx)
+	if out.Kind == OutcomeCompleted {
+		w.addSurface(session.TypeAssistantMsg, assistantMessageData(t.turn, 1, w.newID(), out.Reply, t.route))
+	}
+	w.add(session.TypeStepEnd, stepData(t.turn, 1))
+	w.add(session.TypeTurnEnd, turnEndData(t.turn, out))
+	if err := w.flush(closing); err != nil {
+		return TurnOutcome{}, err
+	}
+	return out, nil
+}
+
+// runProvider runs the provider with the turn's timeout while keeping the
+// lease alive, and classifies how it ended.
+func (w *childWriter) runProvider(ctx context.Context, t turnSpec) (TurnOutcome, error) {
+	runCtx, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	if t.timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeoutCause(runCtx, t.timeout, errTurnTimeout)
+		defer cancel()
+	}
+	stop := w.keepAlive(context.WithoutCancel(ctx), t.heartbeat, lost)
+	reply, err := t.provider.Run(runCtx, t.text)
+	stop()
+	cause := context.Cause(runCtx)
+	switch {
+	case errors.Is(cause, sqlitepersist.ErrLeaseLost):
+		return TurnOutcome{}, fmt.Errorf("turn %d of %s stopped: %w", t.turn, w.header.ID, cause)
+	case ctx.Err() != nil:
+		return TurnOutcome{Kind: OutcomeAborted}, nil
+	case errors.Is(cause, errTurnTimeout):
+		return TurnOutcome{Kind: OutcomeError, Failure: &TurnFailure{
+			Message: fmt.Sprintf("%s provider timed out after %s", t.route.provider, t.timeout), Code: FailureTimeout}}, nil
+	case err == nil:
+		return TurnOutcome{Kind: OutcomeCompleted, Reply: reply}, nil
+	}
+	var failure *TurnFailure
+	if !errors.As(err, &failure) {
+		failure = &TurnFailure{Message: fmt.Sprintf("%s provider failed: %v", t.route.provider, err), Code: FailureUnknown}
+	}
+	return TurnOutcome{Kind: OutcomeError, Failure: failure}, nil
+}
+
+var errTurnTimeout = errors.New("turn timed out")
+
+// Event payloads, with DSH's key orders (they become JSONL bytes).
+
+var (
+	inboxClaimData  = []byte(`{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}`)
+	policyData      = []byte(`{"policy":"never","source":"delegation"}`)
+	endSeedData     = []byte(`{}`)
+	userSource      = []byte(`{"kind":"user"}`)
+	reasonCompleted = []byte(`{"kind":"completed"}`)
+	reasonAborted   = []byte(`{"kind":"aborted","reason":{"kind":"user"}}`)
+)
+
+// relaySource is the source of a message a parent sends with send_message.
+func relaySource(parent string) []byte {
+	b := []byte(`{"kind":"coordinator","form":"relay","senderSessionId":`)
+	b = jsjson.AppendString(b, parent)
+	return append(b, '}')
+}
+
+// userMessageData is a UserMessage as DSH stores it (keys content, source,
+// role, id).
+func userMessageData(id, text string, source []byte) []byte {
+	b := []byte(`{"content":[{"type":"text","text":`)
+	b = jsjson.AppendString(b, text)
+	b = append(b, `}],"source":`...)
+	b = append(b, source...)
+	b = append(b, `,"role":"user","id":`...)
+	b = jsjson.AppendString(b, id)
+	return append(b, '}')
+}
+
+func inboxEnqueueData(msg []byte) []byte {
+	b := []byte(`{"target":"next-turn","start":0,"inserted":[`)
+	b = append(b, msg...)
+	return append(b, "]}"...)
+}
+
+func turnData(turn int64) []byte {
+	return append(jsjson.AppendInt([]byte(`{"turn":`), turn), '}')
+}
+
+func stepData(turn, step int64) []byte {
+	b := jsjson.AppendInt([]byte(`{"turn":`), turn)
+	b = jsjson.AppendInt(append(b, `,"step":`...), step)
+	return append(b, '}')
+}
+
+// assistantMessageData is an assistant/message payload: {turn, step,
+// message}, the message with DSH's key order (role, content, source, id). An
+// empty reply has no content blocks, which DSH reads as "no message".
+func assistantMessageData(turn, step int64, id, reply string, r route) []byte {
+	b := stepData(turn, step)
+	b = append(b[:len(b)-1], `,"message":{"role":"assistant","content":[`...)
+	if reply != "" {
+		b = append(b, `{"type":"text","text":`...)
+		b = jsjson.AppendString(b, reply)
+		b = append(b, '}')
+	}
+	b = append(b, `],"source":{"kind":"model","provider":`...)
+	b = jsjson.AppendString(b, r.provider)
+	b = append(b, `,"model":`...)
+	b = jsjson.AppendString(b, r.model)
+	b = append(b, `},"id":`...)
+	b = jsjson.AppendString(b, id)
+	return append(b, "}}"...)
+}
+
+func turnEndData(turn int64, out TurnOutcome) []byte {
+	b := jsjson.AppendInt([]byte(`{"turn":`), turn)
+	b = append(b, `,"reason":`...)
+	switch out.Kind {
+	case OutcomeCompleted:
+		b = append(b, reasonCompleted...)
+	case OutcomeAborted:
+		b = append(b, reasonAborted...)
+	default:
+		b = append(b, `{"kind":"error","error":{"message":`...)
+		b = jsjson.AppendString(b, out.Failure.Message)
+		b = append(b, `,"code":`...)
+		b = jsjson.AppendString(b, out.Failure.Code)
+		b = append(b, "}}"...)
+	}
+	return append(b, '}')
+}
