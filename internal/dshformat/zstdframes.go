@@ -194,12 +194,16 @@ func rebuildTornFrame(b []byte, f frame) []byte {
 	return out
 }
 
-// Decoders are shared: DecodeAll is safe for concurrent use, and with
-// concurrency 1 a decoder starts no goroutines.
+// decoderPool sizes the pool of block decoders that concurrent DecodeAll
+// calls on a shared decoder draw from: 4, the cold-read concurrency of
+// DSH's listing. A decoder made without a reader starts no goroutines.
+const decoderPool = 4
+
+// Decoders are shared: DecodeAll is safe for concurrent use.
 var (
 	logDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 		return zstd.NewReader(nil,
-			zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderConcurrency(decoderPool),
 			zstd.WithDecoderMaxMemory(maxFrameText),
 			zstd.WithDecoderMaxWindow(maxFrameText))
 	})
@@ -207,7 +211,7 @@ var (
 	// than grow it.
 	cappedDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 		return zstd.NewReader(nil,
-			zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderConcurrency(decoderPool),
 			zstd.WithDecoderMaxMemory(maxFrameText),
 			zstd.WithDecoderMaxWindow(maxFrameText),
 			zstd.WithDecodeAllCapLimit(true))
