@@ -183,7 +183,7 @@ func runDiagnose(ctx context.Context, a *app, p *render.Printer, opts diagnoseOp
 func summaryLine(sum diagnose.Summary, failOn diagnose.Severity) string {
 	counts := make([]string, 0, 3)
 	for _, sev := range []diagnose.Severity{diagnose.Error, diagnose.Warning, diagnose.Info} {
-		counts = append(counts, fmt.Sprintf("%d %s", sum.BySeverity[sev], severityNoun(sev)))
+		counts = append(counts, severityCount(sum.BySeverity[sev], sev))
 	}
 	line := fmt.Sprintf("examined %d session(s): %s", sum.Examined, strings.Join(counts, ", "))
 	if sum.Truncated {
@@ -195,9 +195,10 @@ func summaryLine(sum diagnose.Summary, failOn diagnose.Severity) string {
 	return line
 }
 
-func severityNoun(s diagnose.Severity) string {
-	if s == diagnose.Info {
-		return "info"
+// severityCount is "1 error", "2 warnings", "3 info".
+func severityCount(n int, s diagnose.Severity) string {
+	if n == 1 || s == diagnose.Info {
+		return fmt.Sprintf("%d %s", n, s)
 	}
-	return s.String() + "s"
+	return fmt.Sprintf("%d %ss", n, s)
 }

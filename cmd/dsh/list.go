@@ -15,6 +15,7 @@ type listOptions struct {
 	scope           string
 	coldConcurrency int
 	strict          bool
+	expect          listExpectations
 }
 
 func newListCmd(a *app) *cobra.Command {
@@ -50,7 +51,10 @@ An unknown parent lists as empty, as in DSH; --strict makes it an error.
 Read-only: the database is never written, and the output is printed only
 once the whole listing has been read.
 
-` + exitStatusHelp(exitLine{exitUsage, "with --strict: the parent session does not exist (NOT_FOUND)"}),
+` + exitStatusHelp(
+			exitLine{exitFound, "an --expect, --expect-count or --expect-no-diagnostics assertion failed"},
+			exitLine{exitUsage, "with --strict: the parent session does not exist (NOT_FOUND)"},
+		),
 		Example: `  dsh list --parent 11111111-1111-4111-8111-111111111111
   dsh list --parent my-session --scope descendants -o json
   dsh list --parent my-session -o agents`,
@@ -60,8 +64,12 @@ once the whole listing has been read.
 	cmd.Flags().StringVar(&opts.scope, "scope", string(render.ScopeChildren), "children (direct children) or descendants (the whole tree below the parent)")
 	cmd.Flags().IntVar(&opts.coldConcurrency, "cold-concurrency", 0, "how many child logs to read at once (default: config coldConcurrency, 4)")
 	cmd.Flags().BoolVar(&opts.strict, "strict", false, "fail with NOT_FOUND (exit 2) when the parent session does not exist")
+	opts.expect.addFlags(cmd)
 	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL, render.Agents)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := opts.expect.prepare(cmd); err != nil {
+			return err
+		}
 		if !cmd.Flags().Changed("parent") {
 			return dsherr.New(dsherr.Usage, "dsh list: --parent is required")
 		}
@@ -113,7 +121,10 @@ func runList(ctx context.Context, a *app, p *render.Printer, opts listOptions, s
 	if err != nil {
 		return err
 	}
-	return p.Listing(rows, scope)
+	if err := p.Listing(rows, scope); err != nil {
+		return err
+	}
+	return opts.expect.check(a, rows, scope)
 }
 
 // cancelledListing reports a listing stopped by SIGINT, SIGTERM or its

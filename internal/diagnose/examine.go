@@ -204,8 +204,8 @@ func checkInterruptedTurn(s *sessionAudit, log *sqlitepersist.AuditRead) {
 	if start != nil {
 		where = fmt.Sprintf("the turn started at seq %d", *start)
 	}
-	s.add(TurnInterrupted, start, "%s has no turn/end: its process stopped mid-turn; resume first appends DSH's %d closing events (%s)",
-		where, len(types), strings.Join(types, ", "))
+	s.add(TurnInterrupted, start, "%s has no turn/end: its process stopped mid-turn; resume first appends DSH's %d closing event%s (%s)",
+		where, len(types), plural(len(types)), strings.Join(types, ", "))
 }
 
 // descriptorOutcome is how one descriptor event parses.
@@ -280,8 +280,8 @@ func checkDescriptors(s *sessionAudit, events []session.Event, live bool) {
 			s.add(DescriptorMissing, nil, "no subagent/descriptor event in the log: dsh list shows the child as corrupt and resume refuses it (NOT_RESUMABLE)")
 		default:
 			last := seed[len(seed)-1]
-			s.add(DescriptorAncestorOnly, seqOf(last.seq), "the only descriptor%s (%s) %s in the inherited seed (seedLength %d), copied from an ancestor: dsh list shows the child as corrupt (DSH 0.1.0-rc.8 listed the ancestor's identity, %s) and resume refuses it (NOT_RESUMABLE)",
-				plural(len(seed)), seqList(seed), isAre(len(seed)), cut, last)
+			s.add(DescriptorAncestorOnly, seqOf(last.seq), "the only descriptor%s (seq%s %s) %s in the inherited seed (seedLength %d), copied from an ancestor: dsh list shows the child as corrupt (DSH 0.1.0-rc.8 listed the ancestor's identity, %s) and resume refuses it (NOT_RESUMABLE)",
+				plural(len(seed)), plural(len(seed)), seqList(seed), isAre(len(seed)), cut, last)
 		}
 		return
 	}
