@@ -177,3 +177,39 @@ func TestOracleProjectionCache(t *testing.T) {
 		}
 	}
 }
+
+// Sources are safe for concurrent use: reading every session from four
+// goroutines gives what a sequential read gives.
+func TestConcurrentReads(t *testing.T) {
+	dir, exp, _, _ := loadOracle(t, "j-medium")
+	for _, src := range []Source{openSQLite(t, filepath.Join(dir, exp.Files.SQLite)), openJSONL(t, filepath.Join(dir, exp.Files.JSONL))} {
+		want := readAll(t, src)
+		ids := make(chan string)
+		type result struct {
+			s   *Session
+			err error
+		}
+		results := make(chan result)
+		for range 4 {
+			go func() {
+				for id := range ids {
+					s, err := src.Read(context.Background(), id)
+					results <- result{s, err}
+				}
+			}()
+		}
+		go func() {
+			for id := range want {
+				ids <- id
+			}
+			close(ids)
+		}()
+		for range want {
+			r := <-results
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			assertSameEvents(t, r.s.Header.ID, r.s.Events, want[r.s.Header.ID].Events)
+		}
+	}
+}
