@@ -26,6 +26,7 @@ var commands = []func(*app) *cobra.Command{
 	newSessionCmd,
 	newCacheCmd,
 	newListCmd,
+	newDemoCmd,
 	newDiagnoseCmd,
 	newDevCmd,
 }
