@@ -44,22 +44,12 @@ type ResumeRequest struct {
 // written, and the header's delegationDepth stays the child's depth.
 func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (*TurnResult, error) {
 	in, err := rt.Store.Inspect(ctx, req.Child)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("resume %q: %w", req.Child, context.Cause(ctx))
+	}
+	desc, err := CheckResume(req.Child, req.Parent, in, err)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("resume %q: %w", req.Child, context.Cause(ctx))
-		}
-		return nil, &dsherr.Error{Code: dsherr.NotResumable, Msg: fmt.Sprintf("subagent %q is unavailable", req.Child), Err: err}
-	}
-	if in.Header.Parent() != req.Parent {
-		return nil, dsherr.New(dsherr.Unauthorized, "subagent %q belongs to another parent session", req.Child)
-	}
-	desc, err := firstOwnDescriptor(in.Events, in.Header.InheritedCut())
-	if err != nil {
-		return nil, &dsherr.Error{Code: dsherr.DescriptorError, Msg: err.Error(), Err: err}
-	}
-	if desc == nil || desc.Mode != ModeContinuable {
-		return nil, dsherr.New(dsherr.NotResumable,
-			"subagent %q has no supported continuation state and cannot be resumed; do not retry send_message with this id", req.Child)
+		return nil, err
 	}
 	cfg := recordedRoute(req.Provider, desc)
 	provider, r, err := cfg.open()
@@ -111,6 +101,29 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (*TurnResult, 
 		timeout:   cfg.Timeout,
 		heartbeat: beat,
 	}, res)
+}
+
+// CheckResume applies Resume's refusal checks 1–3, in order, to child as
+// the store's read-only Inspect read it (in, or the error Inspect returned)
+// on behalf of parent: it returns the descriptor a resume rebuilds the child
+// from, or the error Resume refuses with. It reads and writes nothing, so
+// diagnose asks it whether a child the catalog shows would be resumed.
+func CheckResume(child, parent string, in *sqlitepersist.Inspection, inspectErr error) (*Descriptor, error) {
+	if inspectErr != nil {
+		return nil, &dsherr.Error{Code: dsherr.NotResumable, Msg: fmt.Sprintf("subagent %q is unavailable", child), Err: inspectErr}
+	}
+	if in.Header.Parent() != parent {
+		return nil, dsherr.New(dsherr.Unauthorized, "subagent %q belongs to another parent session", child)
+	}
+	desc, err := firstOwnDescriptor(in.Events, in.Header.InheritedCut())
+	if err != nil {
+		return nil, &dsherr.Error{Code: dsherr.DescriptorError, Msg: err.Error(), Err: err}
+	}
+	if desc == nil || desc.Mode != ModeContinuable {
+		return nil, dsherr.New(dsherr.NotResumable,
+			"subagent %q has no supported continuation state and cannot be resumed; do not retry send_message with this id", child)
+	}
+	return desc, nil
 }
 
 // firstOwnDescriptor parses the first subagent/descriptor whose seq is at or
