@@ -48,7 +48,7 @@ func damageCorpus(s *store) map[string]expectation {
 	// resume refuses.
 	s.create(s.childOf("parent", "c06-oneshot-first"),
 		append(withDescriptor(oneShot), append([]session.Event{ev(7, session.TypeDescriptor, continuable("later"))}, turn(8, 2)...)...))
-	want["c06-oneshot-first"] = expectation{"DESCRIPTOR_MULTIPLE@7", RowChild}
+	want["c06-oneshot-first"] = expectation{"NOT_RESUMABLE DESCRIPTOR_MULTIPLE@7", RowChild}
 
 	// A fork child whose seed (7 events copied from the parent) holds the
 	// ancestor's descriptor, and which died before writing its own.
@@ -122,7 +122,7 @@ func damageCorpus(s *store) map[string]expectation {
 	s.create(h, withDescriptor(continuable("cached")))
 	s.checkpoint(h, withDescriptor(continuable("cached")))
 	s.exec(`UPDATE events SET surface_op = NULL WHERE session_id = 'c18-unreadable-cached' AND seq = 3`)
-	want[h.ID] = expectation{"LOG_UNREADABLE@3", RowChild}
+	want[h.ID] = expectation{"NOT_RESUMABLE LOG_UNREADABLE@3", RowChild}
 
 	h = s.childOf("parent", "c19-mid")
 	s.create(h, withDescriptor(continuable("middle")))

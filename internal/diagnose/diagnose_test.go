@@ -52,8 +52,6 @@ func TestDefaultAuditReportsEveryCodeWithSeqAndRow(t *testing.T) {
 		case LifecycleMismatch:
 			// Needs a live header that differs from the stored one;
 			// leases always publish the stored header.
-		case NotResumable:
-			// Reported once resume's checks can be called on their own.
 		default:
 			if !seen[code] {
 				t.Errorf("the corpus provokes no %s", code)
@@ -212,6 +210,8 @@ func TestDetailsNameSeqRuleAndChoice(t *testing.T) {
 		{"c17-unit-failed", UnitFailed, []string{"poison me"}},
 		{"c18-unreadable-cached", LogUnreadable, []string{"from the projection checkpoint"}},
 		{"o1-orphan", OrphanParent, []string{`"ghost"`}},
+		{"c18-unreadable-cached", NotResumable, []string{`subagent "c18-unreadable-cached" is unavailable`, "NOT_RESUMABLE"}},
+		{"c06-oneshot-first", NotResumable, []string{"no supported continuation state", `--parent "parent"`}},
 	} {
 		f := finding(m[c.id], c.code)
 		if f == nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
@@ -91,6 +92,9 @@ func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution) 
 	}
 	if err := a.checkCache(ctx, s, log, res); err != nil {
 		return r, err
+	}
+	if !live && res != nil && res.Row != nil && res.Row.Kind == subagent.KindChild && res.Row.Mode == subagent.ModeContinuable {
+		checkResumable(s, log)
 	}
 	explainRow(s, res)
 	r.Findings = s.findings
@@ -379,6 +383,20 @@ func (a *auditor) checkCache(ctx context.Context, s *sessionAudit, log *sqlitepe
 		}
 	}
 	return nil
+}
+
+// checkResumable runs resume's own refusal checks on a child the catalog
+// shows as continuable, on behalf of its parent, against the same read.
+func checkResumable(s *sessionAudit, log *sqlitepersist.AuditRead) {
+	var in *sqlitepersist.Inspection
+	if log.ReadErr == nil {
+		in = &sqlitepersist.Inspection{Header: log.Header, Events: log.Events, Torn: log.Torn, Closers: log.Closers, Verified: log.Verified}
+	}
+	parent := s.header.Parent()
+	if _, err := subagent.CheckResume(s.header.ID, parent, in, log.ReadErr); err != nil {
+		s.add(NotResumable, nil, "dsh list shows a continuable child, but dsh resume --parent %s refuses it: %s: %s",
+			strconv.Quote(parent), dsherr.CodeOf(err), err)
+	}
 }
 
 // rowCauses are the findings that explain a diagnostic row.
