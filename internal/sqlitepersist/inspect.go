@@ -175,8 +175,12 @@ func decodeRows(ctx context.Context, q Querier, sizeHint int64, query string, ar
 // replay validates a whole log the way DSH restores a session and returns
 // the validator positioned after it.
 func replay(h session.Header, events []session.Event) (*session.Validator, error) {
+	events, err := session.NormalizeLegacy(h.ID, events)
+	if err != nil {
+		return nil, err
+	}
 	v := session.NewValidator(h)
-	err := session.ValidateHeader(h)
+	err = session.ValidateHeader(h)
 	for i := 0; err == nil && i < len(events); i++ {
 		err = v.Add(events[i])
 	}
@@ -210,6 +214,11 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Inspection, error) {
 		log, err := scanLog(ctx, q, id)
 		if err != nil {
 			return err
+		}
+		// DSH converts older format-0 records on every read (storage is
+		// never rewritten) before it validates.
+		if log.events, err = session.NormalizeLegacy(id, log.events); err != nil {
+			return failedValidation(id, err)
 		}
 		if err := session.ValidateLog(log.state.header, log.events); err != nil {
 			return failedValidation(id, err)
