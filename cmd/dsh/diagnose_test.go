@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/internal/subagent"
+)
+
+// seedDamagedChildren stores, under parent "p", a child with a torn tail,
+// one whose holder crashed mid-turn (an expired lease and an open turn), and
+// one whose checkpoint does not decode: every case where a careless reader
+// would repair, expire or rewrite something.
+func seedDamagedChildren(t *testing.T, db string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlitepersist.Open(ctx, db, sqlitepersist.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	cwd := t.TempDir()
+	child := func(id string) session.Header {
+		return session.Header{ID: id, CreatedAt: 1700000000000, Cwd: &cwd, ParentSession: strPtr("p"),
+			Origin: strPtr(session.OriginSubagent), DelegationDepth: int64Ptr(1)}
+	}
+	described := []session.Event{
+		event(session.TypeDescriptor, 0, `{"version":2,"mode":"continuable","provider":"spawn","label":"work"}`),
+		event(session.TypeTurnStart, 1, `{"turn":1}`),
+		event(session.TypeTurnEnd, 2, `{"turn":1,"reason":{"kind":"completed"}}`),
+	}
+	if err := s.CreateSession(ctx, session.Header{ID: "p", CreatedAt: 1700000000000, Cwd: &cwd}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tail := &sqlitepersist.TornTail{FromSeq: 3, Reason: "truncated line", Raw: []byte(`{"type":"turn/st`)}
+	if _, err := s.ImportSession(ctx, child("torn"), described, tail); err != nil {
+		t.Fatal(err)
+	}
+	crashed := append(described[:3:3], event(session.TypeTurnStart, 3, `{"turn":2}`))
+	if err := s.CreateSession(ctx, child("crashed"), crashed); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-time.Hour)
+	holder := sqlitepersist.LeaseHolder{ID: "dead-holder", PID: 99999, Host: "gone", TTL: time.Minute, Now: func() time.Time { return past }}
+	if _, err := s.AcquireLease(ctx, "crashed", holder); err != nil {
+		t.Fatal(err)
+	}
+	poisoned := child("poisoned")
+	if err := s.CreateSession(ctx, poisoned, described); err != nil {
+		t.Fatal(err)
+	}
+	reg := subagent.NewRegistry()
+	fold := reg.NewFold()
+	fold.Apply(described...)
+	cp, err := fold.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := projcache.NewCache(s.Querier(), reg).Put(ctx, poisoned, fold.AsOfSeq(), cp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Querier().ExecContext(ctx, `UPDATE projection_checkpoints SET rows = '{"subagent":' WHERE session_id = 'poisoned'`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func strPtr(s string) *string { return &s }
+func int64Ptr(n int64) *int64 { return &n }
+
+// diagnoseAll runs every way of auditing the damaged corpus and checks the
+// findings a repair or expiry would have erased are reported each time.
+func diagnoseAll(t *testing.T) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"diagnose", "--fail-on", "warning"},
+		{"diagnose", "--all", "-o", "json", "--fail-on", "warning"},
+		{"diagnose", "--parent", "p", "--scope", "descendants", "-o", "jsonl", "--fail-on", "warning"},
+		{"diagnose", "torn", "crashed", "poisoned", "--fail-on", "info"},
+	} {
+		stdout, stderr, code := runDsh(t, args...)
+		if code != exitFound {
+			t.Errorf("dsh %v: exit %d, want %d (stderr %q)", args, code, exitFound, stderr)
+		}
+		for _, code := range []string{"LOG_TORN_TAIL", "LEASE_STALE", "TURN_INTERRUPTED", "CACHE_POISONED"} {
+			if !strings.Contains(stdout, code) {
+				t.Errorf("dsh %v: no %s in\n%s", args, code, stdout)
+			}
+		}
+	}
+}
+
+// diagnose never repairs a torn tail, closes a turn, expires a lease or
+// rewrites a checkpoint: the database and its WAL keep their bytes and
+// modification times, and a second audit finds the same damage.
+func TestDiagnoseLeavesDatabaseUntouched(t *testing.T) {
+	home := isolateEnv(t)
+	db := filepath.Join(home, "corpus", "dsh.db")
+	t.Setenv("DSH_DB", db)
+	seedDamagedChildren(t, db)
+	files := []string{db, db + "-wal"}
+	before := make([]fileState, len(files))
+	for i, f := range files {
+		before[i] = stateOf(t, f)
+	}
+	if !before[0].exists || !before[1].exists {
+		t.Fatal("database or WAL missing after setup")
+	}
+	// Any write would show in the mtime, whatever the timestamp
+	// granularity.
+	time.Sleep(10 * time.Millisecond)
+	diagnoseAll(t)
+	for i, f := range files {
+		after := stateOf(t, f)
+		switch {
+		case !after.exists:
+			t.Errorf("%s disappeared", filepath.Base(f))
+		case !bytes.Equal(after.content, before[i].content):
+			t.Errorf("%s bytes changed", filepath.Base(f))
+		case !after.mtime.Equal(before[i].mtime):
+			t.Errorf("%s modification time changed", filepath.Base(f))
+		}
+	}
+	diagnoseAll(t)
+}
+
+// diagnose reads a database whose file and directory are read-only.
+func TestDiagnoseReadOnlyFileAndDirectory(t *testing.T) {
+	home := isolateEnv(t)
+	dir := filepath.Join(home, "corpus")
+	db := filepath.Join(dir, "dsh.db")
+	t.Setenv("DSH_DB", db)
+	seedDamagedChildren(t, db)
+	if os.Geteuid() == 0 {
+		t.Log("running as root: the permissions below are not enforced, only the read-only open is exercised")
+	}
+	for _, f := range []string{db, db + "-wal", db + "-shm"} {
+		if err := os.Chmod(f, 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o700) })
+	diagnoseAll(t)
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 3 {
+		t.Errorf("the directory holds %d entries after diagnose, want the database, WAL and index", len(names))
+	}
+}
