@@ -73,14 +73,15 @@ func (p *execProvider) Run(ctx context.Context, message string) (string, error) 
 		}
 		return "", &TurnFailure{Message: "exec provider: " + what, Code: FailureExec}
 	}
-	reply := strings.TrimRight(stdout.String(), "\n")
+	reply := strings.TrimRight(stdout.buf.String(), "\n")
 	return strings.ToValidUTF8(reply, "\uFFFD"), nil
 }
 
 // cappedBuffer collects up to limit bytes and then refuses more, which stops
-// the command's output pipe (the command gets SIGPIPE).
+// the command's output pipe (the command gets SIGPIPE). The buffer is not
+// embedded: its ReadFrom would let io.Copy bypass Write and the limit.
 type cappedBuffer struct {
-	bytes.Buffer
+	buf      bytes.Buffer
 	limit    int
 	overflow bool
 }
@@ -88,11 +89,11 @@ type cappedBuffer struct {
 var errReplyTooLong = errors.New("reply too long")
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if b.Len()+len(p) > b.limit {
+	if b.buf.Len()+len(p) > b.limit {
 		b.overflow = true
 		return 0, errReplyTooLong
 	}
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }
 
 // tailBuffer keeps the last limit bytes written to it.

@@ -221,7 +221,7 @@ type turnSpec struct {
 // The provider runs between the two batches while the lease is renewed.
 //
 // A cancelled ctx (the user interrupting) ends the turn `aborted` with
-// reason {kind:"user"}; the closing batch is still written. A lost lease
+// reason {kind:"user"}; both batches are still written. A lost lease
 // stops the turn without writing more (the next resume closes it as
 // interrupted) and is returned as an error.
 func (w *childWriter) runTurn(ctx context.Context, t turnSpec) (TurnOutcome, error) {
@@ -234,7 +234,11 @@ func (w *childWriter) runTurn(ctx context.Context, t turnSpec) (TurnOutcome, err
 	}
 	w.add(session.TypeStepStart, stepData(t.turn, 1))
 	w.addSurface(session.TypeUserMessage, msg)
-	if err := w.flush(ctx); err != nil {
+	// Once the child exists its turn is written whole, even when the user
+	// interrupts: an interruption before the provider runs is an aborted
+	// turn, not a half-written one.
+	durable := context.WithoutCancel(ctx)
+	if err := w.flush(durable); err != nil {
 		return TurnOutcome{}, err
 	}
 
@@ -242,14 +246,12 @@ func (w *childWriter) runTurn(ctx context.Context, t turnSpec) (TurnOutcome, err
 	if err != nil {
 		return TurnOutcome{}, err
 	}
-	// The closing batch is written even when the user interrupted.
-	closing := context.WithoutCancel(ctx)
 	if out.Kind == OutcomeCompleted {
 		w.addSurface(session.TypeAssistantMsg, assistantMessageData(t.turn, 1, w.newID(), out.Reply, t.route))
 	}
 	w.add(session.TypeStepEnd, stepData(t.turn, 1))
 	w.add(session.TypeTurnEnd, turnEndData(t.turn, out))
-	if err := w.flush(closing); err != nil {
+	if err := w.flush(durable); err != nil {
 		return TurnOutcome{}, err
 	}
 	return out, nil
