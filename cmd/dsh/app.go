@@ -29,6 +29,8 @@ var commands = []func(*app) *cobra.Command{
 	newDemoCmd,
 	newDiagnoseCmd,
 	newDevCmd,
+	newStartCmd,
+	newResumeCmd,
 }
 
 // app is what every command runs with: the process's streams and the

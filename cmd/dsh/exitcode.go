@@ -39,7 +39,7 @@ var exitCodes = map[dsherr.Code]int{
 	dsherr.StaleWriter:     exitConflict,
 	dsherr.StoreError:      exitStore,
 	dsherr.InvalidLog:      exitStore,
-	dsherr.DescriptorError: exitStore,
+	dsherr.DescriptorError: exitUsage, // resume refuses a child whose first own descriptor is malformed
 	dsherr.UnsupportedFmt:  exitStore,
 	dsherr.Internal:        exitStore,
 }

@@ -360,17 +360,23 @@ func assistantMessageData(turn, step int64, id, reply string, r route) []byte {
 func turnEndData(turn int64, out TurnOutcome) []byte {
 	b := jsjson.AppendInt([]byte(`{"turn":`), turn)
 	b = append(b, `,"reason":`...)
-	switch out.Kind {
-	case OutcomeCompleted:
-		b = append(b, reasonCompleted...)
-	case OutcomeAborted:
-		b = append(b, reasonAborted...)
-	default:
-		b = append(b, `{"kind":"error","error":{"message":`...)
-		b = jsjson.AppendString(b, out.Failure.Message)
-		b = append(b, `,"code":`...)
-		b = jsjson.AppendString(b, out.Failure.Code)
-		b = append(b, "}}"...)
-	}
+	b = append(b, out.Reason()...)
 	return append(b, '}')
+}
+
+// Reason is the turn/end reason the outcome is recorded with: {kind:
+// "completed"}, {kind:"aborted", reason:{kind:"user"}} or {kind:"error",
+// error:{message, code}}.
+func (o TurnOutcome) Reason() json.RawMessage {
+	switch o.Kind {
+	case OutcomeCompleted:
+		return reasonCompleted
+	case OutcomeAborted:
+		return reasonAborted
+	}
+	b := []byte(`{"kind":"error","error":{"message":`)
+	b = jsjson.AppendString(b, o.Failure.Message)
+	b = append(b, `,"code":`...)
+	b = jsjson.AppendString(b, o.Failure.Code)
+	return append(b, "}}"...)
 }
