@@ -28,6 +28,14 @@ type HeaderSource interface {
 	HasSubagentChild(ctx context.Context, id string) (bool, error)
 }
 
+// SubagentParentSource is a HeaderSource that can answer hasChildren for
+// many sessions in one lookup: which of ids are named as parent by some
+// subagent-origin session. Without it the corpus asks HasSubagentChild once
+// per record.
+type SubagentParentSource interface {
+	SubagentParents(ctx context.Context, ids []string) (map[string]bool, error)
+}
+
 // LiveSource reports the sessions currently held by a live process, keyed by
 // session id. A nil LiveSource means nothing is live (a read-only foreign
 // corpus, or a store without holders).
@@ -101,14 +109,12 @@ func (c *Corpus) Children(ctx context.Context, parent string) ([]Record, error) 
 	}
 	out := make([]Record, 0, len(nodes))
 	for _, n := range nodes {
-		if !n.Header.IsSubagent() {
-			continue
+		if n.Header.IsSubagent() {
+			out = append(out, c.record(n, parent, 1))
 		}
-		rec, err := c.record(ctx, n, parent, 1)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rec)
+	}
+	if err := c.fillHasChildren(ctx, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -151,15 +157,14 @@ func (c *Corpus) Descendants(ctx context.Context, root string) ([]Record, error)
 		}
 		visited[f.node.ID] = true
 		if f.node.IsSubagent() {
-			rec, err := c.record(ctx, node{Header: f.node}, f.parent, f.depth)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, rec)
+			out = append(out, c.record(node{Header: f.node}, f.parent, f.depth))
 		}
 		if err := push(f.node.ID, f.depth+1); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.fillHasChildren(ctx, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -191,27 +196,80 @@ func (c *Corpus) childNodes(ctx context.Context, parent string) ([]node, error) 
 	return nodes, nil
 }
 
-func (c *Corpus) record(ctx context.Context, n node, parent string, depth int) (Record, error) {
+func (c *Corpus) record(n node, parent string, depth int) Record {
 	rec := Record{Header: n.Header, ParentID: parent, Depth: depth}
 	if l, ok := c.live[n.Header.ID]; ok {
 		l := l
 		rec.Live = &l
 	}
-	has, err := c.hasChildren(ctx, n.Header.ID)
-	if err != nil {
-		return Record{}, err
+	return rec
+}
+
+// hasChildrenBatch bounds how many ids one SubagentParents lookup carries.
+const hasChildrenBatch = 10_000
+
+// fillHasChildren sets HasChildren on every record: true iff some merged
+// record has origin "subagent" and names the record as its parent. Headers
+// only; no child's log is read. With a SubagentParentSource the persisted
+// side takes one lookup per batch of records instead of one per record.
+func (c *Corpus) fillHasChildren(ctx context.Context, recs []Record) error {
+	batcher, ok := c.headers.(SubagentParentSource)
+	if !ok {
+		for i := range recs {
+			has, err := c.hasChildren(ctx, recs[i].Header.ID)
+			if err != nil {
+				return err
+			}
+			recs[i].HasChildren = has
+		}
+		return nil
 	}
-	rec.HasChildren = has
-	return rec, nil
+	for start := 0; start < len(recs); start += hasChildrenBatch {
+		batch := recs[start:min(start+hasChildrenBatch, len(recs))]
+		ids := make([]string, len(batch))
+		for i, r := range batch {
+			ids[i] = r.Header.ID
+		}
+		persisted, err := batcher.SubagentParents(ctx, ids)
+		if err != nil {
+			return fmt.Errorf("check children of %d sessions: %w", len(ids), err)
+		}
+		for i := range batch {
+			id := batch[i].Header.ID
+			switch {
+			case c.liveSubagentChild(id):
+				batch[i].HasChildren = true
+			case !persisted[id]:
+			case len(c.live) == 0:
+				batch[i].HasChildren = true
+			default:
+				// A live record may have replaced the persisted child
+				// that made the answer true; check that id exactly.
+				has, err := c.hasChildren(ctx, id)
+				if err != nil {
+					return err
+				}
+				batch[i].HasChildren = has
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Corpus) liveSubagentChild(id string) bool {
+	for _, lid := range c.liveByParent[id] {
+		if c.live[lid].Header.IsSubagent() {
+			return true
+		}
+	}
+	return false
 }
 
 // hasChildren is true iff some merged record has origin "subagent" and names
 // id as its parent. Headers only; the child's own log is never read.
 func (c *Corpus) hasChildren(ctx context.Context, id string) (bool, error) {
-	for _, lid := range c.liveByParent[id] {
-		if c.live[lid].Header.IsSubagent() {
-			return true, nil
-		}
+	if c.liveSubagentChild(id) {
+		return true, nil
 	}
 	if len(c.live) == 0 {
 		has, err := c.headers.HasSubagentChild(ctx, id)

@@ -963,3 +963,24 @@ func TestLiveHeaderWinsWholesale(t *testing.T) {
 	rows, err = c.children(l, "other-parent")
 	expectRows(t, rows, err, `moving continuable "live label" running`)
 }
+
+// hasChildren answered in one lookup for a whole listing must still honour
+// live records: a live record that moves a child's only subagent child
+// elsewhere leaves the child without children, and a live-only subagent
+// child gives another one children.
+func TestHasChildrenWithLiveRecords(t *testing.T) {
+	c := newCatalog(t)
+	moved := c.startChild("parent", "loses its child")
+	gains := c.startChild("parent", "gains a child")
+	c.author("grandchild", childEvents(desc("grandchild")).events, under(moved))
+	l := c.lister()
+	l.Live = liveHolders{
+		"grandchild": {Holder: "h", Header: liveHeader("grandchild", "parent", c.tick()), Subagent: []byte(identityView("moved", 2))},
+		"newborn":    {Holder: "h", Header: liveHeader("newborn", gains, c.tick())},
+	}
+	rows, err := c.children(l, "parent")
+	expectRows(t, rows, err,
+		moved+` continuable "loses its child" inactive`,
+		gains+` continuable "gains a child" inactive hasChildren`,
+		`grandchild continuable "moved" running`)
+}

@@ -29,7 +29,7 @@ func NewRegistry() *projcache.Registry {
 func NewStoreLister(store *sqlitepersist.Store, live corpus.LiveSource, coldConcurrency int) *Lister {
 	reg := NewRegistry()
 	return &Lister{
-		Headers:         store,
+		Headers:         storeHeaders{store},
 		Live:            live,
 		Cold:            storeColdReader{store},
 		Cache:           CacheIdentities{projcache.NewCache(store.Querier(), reg)},
