@@ -108,7 +108,7 @@ func runResume(ctx context.Context, a *app, p *render.Printer, req subagent.Resu
 		a.warn(fmt.Sprintf("subagent %q: dropped a torn tail from seq %d (%s)", res.ChildID, t.FromSeq, t.Reason))
 	}
 	if n := len(res.Closers); n > 0 {
-		a.warn(fmt.Sprintf("subagent %q: closed the interrupted turn left open at seq %d (%d closing events)", res.ChildID, res.Closers[0].Seq-1, n))
+		a.warn(fmt.Sprintf("subagent %q: closed the turn its last holder left open (%d closing events from seq %d)", res.ChildID, n, res.Closers[0].Seq))
 	}
 	return a.reportTurn(p, res)
 }
