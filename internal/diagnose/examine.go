@@ -71,13 +71,6 @@ func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution) 
 			l.Holder, l.PID, l.Host, formatMillis(l.ExpiresAt), formatMillis(l.HeartbeatAt))
 	}
 	log, err := a.view.Audit(ctx, h.ID)
-	if errors.Is(err, sqlitepersist.ErrNotFound) {
-		// Only a live holder can know a session the store does not have.
-		s.add(LogUnreadable, nil, "no stored log: the session is known only to its live holder")
-		r.Findings = s.findings
-		sortFindings(r.Findings)
-		return r, nil
-	}
 	if err != nil {
 		return r, err
 	}

@@ -108,7 +108,8 @@ type auditor struct {
 	// visited grouped by parent.
 	parent struct {
 		id     string
-		header *session.Header
+		looked bool
+		header *session.Header // nil: no such session
 	}
 }
 
@@ -291,19 +292,15 @@ func (a *auditor) runIDs(ctx context.Context, ids []string) error {
 		h, err := a.view.Header(ctx, id)
 		switch {
 		case errors.Is(err, sqlitepersist.ErrNotFound):
-			if _, live := a.leases.live[id]; live {
-				h = a.leases.live[id].Header
-				break
-			}
 			if a.opts.Strict {
 				return unknownError(id)
 			}
 			items = append(items, item{header: session.Header{ID: id}, unknown: true})
-			continue
 		case err != nil:
 			return err
+		default:
+			items = append(items, item{header: a.merged(h)})
 		}
-		items = append(items, item{header: a.merged(h)})
 	}
 	slices.SortStableFunc(items, func(x, y item) int { return compareParent(x.header, y.header) })
 	a.start(len(items))
@@ -366,7 +363,7 @@ func (a *auditor) exists(ctx context.Context, id string) (bool, error) {
 // parentHeader returns the header of id, nil when there is no such
 // session (stored or live).
 func (a *auditor) parentHeader(ctx context.Context, id string) (*session.Header, error) {
-	if a.parent.header != nil && a.parent.id == id {
+	if a.parent.looked && a.parent.id == id {
 		return a.parent.header, nil
 	}
 	var found *session.Header
@@ -382,7 +379,7 @@ func (a *auditor) parentHeader(ctx context.Context, id string) (*session.Header,
 			found = &h
 		}
 	}
-	a.parent.id, a.parent.header = id, found
+	a.parent.id, a.parent.looked, a.parent.header = id, true, found
 	return found, nil
 }
 
