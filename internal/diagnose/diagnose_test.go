@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -295,5 +296,34 @@ func TestCancelledAudit(t *testing.T) {
 	})
 	if dsherr.CodeOf(err) != dsherr.Cancelled || emitted != 2 {
 		t.Fatalf("after %d reports: %v, want CANCELLED", emitted, err)
+	}
+}
+
+// A diagnostic row whose cause the log audit cannot see still gets a
+// finding naming the ladder's cause: a lifecycle witness mismatch arises
+// only from a live header that differs from the stored one.
+func TestDiagnosticRowIsAlwaysExplained(t *testing.T) {
+	corrupt := &subagent.Row{Kind: subagent.KindDiagnostic, ID: "c", Reason: subagent.ReasonCorrupt}
+	for _, c := range []struct {
+		cause error
+		want  Code
+	}{
+		{subagent.ErrWitnessMismatch, LifecycleMismatch},
+		{fmt.Errorf("%w: view threw", subagent.ErrUnitFailed), UnitFailed},
+		{subagent.ErrNoIdentity, DescriptorMissing},
+		{subagent.ErrAncestorOnly, DescriptorAncestorOnly},
+	} {
+		s := &sessionAudit{header: session.Header{ID: "c"}}
+		explainRow(s, &subagent.Resolution{Row: corrupt, Rung: subagent.RungRead, Cause: c.cause})
+		if len(s.findings) != 1 || s.findings[0].Code != c.want || s.findings[0].Severity != Error {
+			t.Errorf("cause %v: findings %+v, want one %s", c.cause, s.findings, c.want)
+		}
+		// A finding that already explains the row is enough.
+		s = &sessionAudit{header: session.Header{ID: "c"}}
+		s.add(DescriptorMalformed, seqOf(0), "malformed")
+		explainRow(s, &subagent.Resolution{Row: corrupt, Rung: subagent.RungRead, Cause: c.cause})
+		if len(s.findings) != 1 {
+			t.Errorf("cause %v: explained twice: %+v", c.cause, s.findings)
+		}
 	}
 }
