@@ -37,10 +37,10 @@ type ResumeRequest struct {
 //     the descriptor's parse error (DESCRIPTOR_MALFORMED);
 //  4. another live process holds the child → NOT_DELIVERED, "not delivered".
 //
-// A refused resume writes nothing. Then, in the lease's transaction, the
-// repairing load drops a torn tail and closes an interrupted turn; the turn
-// follows, after a session/end-seed marker unless the log already ends with
-// one. Turn numbers continue the log's; no descriptor or policy event is
+// A refused resume writes nothing. Then, in the transaction that takes the
+// lease, the repairing load drops a torn tail and closes an interrupted
+// turn, and the turn's first batch follows, after a session/end-seed marker
+// unless the log already ends with one. Turn numbers continue the log's; no descriptor or policy event is
 // written, and the header's delegationDepth stays the child's depth.
 func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (*TurnResult, error) {
 	in, err := rt.Store.Inspect(ctx, req.Child)
@@ -62,11 +62,16 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (*TurnResult, 
 	}
 
 	res := &TurnResult{ChildID: req.Child}
-	var (
-		w     *childWriter
-		log   []session.Event
-		wrote bool
-	)
+	spec := turnSpec{
+		messageID: rt.newID(),
+		text:      req.Message,
+		source:    relaySource(req.Parent),
+		provider:  provider,
+		route:     r,
+		timeout:   cfg.Timeout,
+		heartbeat: beat,
+	}
+	var w *childWriter
 	err = rt.Store.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
 		var err error
 		if res.TookOver, err = tx.AcquireLease(ctx, req.Child, holder); err != nil {
@@ -77,30 +82,20 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (*TurnResult, 
 			return err
 		}
 		res.Torn, res.Closers = loaded.Torn, loaded.Closers
-		log = append(loaded.Events, loaded.Closers...)
+		log := append(loaded.Events, loaded.Closers...)
 		w = rt.newChildWriter(holder, loaded.Header, log)
-		wrote, err = w.published(ctx, tx, loaded.Closers)
-		return err
+		if len(log) == 0 || log[len(log)-1].Type != session.TypeEndSeed {
+			w.add(session.TypeEndSeed, endSeedData)
+		}
+		spec.turn = lastTurnNumber(log) + 1
+		w.openTurn(spec)
+		return w.writePending(ctx, tx)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if wrote {
-		w.ckpt.Written()
-	}
-	if len(log) == 0 || log[len(log)-1].Type != session.TypeEndSeed {
-		w.add(session.TypeEndSeed, endSeedData)
-	}
-	return rt.runAndRelease(ctx, w, turnSpec{
-		turn:      lastTurnNumber(log) + 1,
-		messageID: rt.newID(),
-		text:      req.Message,
-		source:    relaySource(req.Parent),
-		provider:  provider,
-		route:     r,
-		timeout:   cfg.Timeout,
-		heartbeat: beat,
-	}, res)
+	w.committed()
+	return rt.finishTurn(ctx, w, spec, res)
 }
 
 // CheckResume applies Resume's refusal checks 1–3, in order, to child as

@@ -96,8 +96,7 @@ type TurnResult struct {
 	Torn    *sqlitepersist.TornTail
 	Closers []session.Event
 	// Warnings are failures that did not stop the turn: a checkpoint that
-	// could not be written (the cache is derived data), a lease that could
-	// not be released (it lapses by itself).
+	// could not be written (the cache is derived data).
 	Warnings []error
 }
 
@@ -137,21 +136,21 @@ type startPlan struct {
 // exists`), the depth (DEPTH_EXCEEDED `subagent depth <n> exceeds maxDepth
 // <m>`), the descriptor. A refused start writes nothing.
 //
-// The header, the creation seed and the lease are written in one
-// transaction; the turn follows in two batches (see runTurn). A turn that
-// ends in error or is cancelled is still a successful start: the child
-// exists and its log says how the turn ended.
+// The header, the creation seed, the lease and the turn's first batch are
+// written in one transaction (see begin); the closing batch and the lease's
+// release in a second (see runTurn). A turn that ends in error or is
+// cancelled is still a successful start: the child exists and its log says
+// how the turn ended.
 func (rt *Runtime) Start(ctx context.Context, req StartRequest) (*TurnResult, error) {
 	plan, err := rt.planStart(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	w, err := rt.create(ctx, plan)
+	w, err := rt.begin(ctx, plan)
 	if err != nil {
 		return nil, err
 	}
-	w.add(session.TypeApproval, policyData)
-	return rt.runAndRelease(ctx, w, plan.turn, &TurnResult{ChildID: plan.header.ID})
+	return rt.finishTurn(ctx, w, plan.turn, &TurnResult{ChildID: plan.header.ID})
 }
 
 func (rt *Runtime) planStart(ctx context.Context, req StartRequest) (*startPlan, error) {
@@ -275,13 +274,15 @@ func (b *seedBuilder) add(typ string, data []byte) {
 	b.events = append(b.events, session.Event{Type: typ, Seq: int64(len(b.events)), Time: b.time, Data: data})
 }
 
-// create writes the child's header and creation seed and takes its lease,
-// publishing its first live snapshot, in one transaction. Until the
-// descriptor is written the snapshot has no identity (the creation window:
-// listings omit the child).
-func (rt *Runtime) create(ctx context.Context, plan *startPlan) (*childWriter, error) {
+// begin writes the child's header and creation seed, takes its lease and
+// writes the first batch of its first turn (the delegated approval policy,
+// then the turn up to the user message), publishing its live snapshot, in
+// one transaction: a start that fails before the provider runs leaves
+// nothing behind.
+func (rt *Runtime) begin(ctx context.Context, plan *startPlan) (*childWriter, error) {
 	w := rt.newChildWriter(plan.holder, plan.header, plan.seed)
-	var wrote bool
+	w.add(session.TypeApproval, policyData)
+	w.openTurn(plan.turn)
 	err := rt.Store.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
 		if err := tx.CreateSession(ctx, plan.header, plan.seed); err != nil {
 			if errors.Is(err, sqlitepersist.ErrDuplicate) {
@@ -292,16 +293,12 @@ func (rt *Runtime) create(ctx context.Context, plan *startPlan) (*childWriter, e
 		if _, err := tx.AcquireLease(ctx, plan.header.ID, plan.holder); err != nil {
 			return err
 		}
-		var err error
-		wrote, err = w.published(ctx, tx, plan.seed)
-		return err
+		return w.writePending(ctx, tx)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if wrote {
-		w.ckpt.Written()
-	}
+	w.committed()
 	return w, nil
 }
 
@@ -309,18 +306,12 @@ func duplicateChild(id string, cause error) error {
 	return &dsherr.Error{Code: dsherr.DuplicateChild, Msg: fmt.Sprintf("subagent %q already exists", id), Err: cause}
 }
 
-// runAndRelease runs the turn and releases the lease whatever happened.
-func (rt *Runtime) runAndRelease(ctx context.Context, w *childWriter, spec turnSpec, res *TurnResult) (*TurnResult, error) {
+// finishTurn runs the turn whose first batch w has written, and completes
+// res with how it ended.
+func (rt *Runtime) finishTurn(ctx context.Context, w *childWriter, spec turnSpec, res *TurnResult) (*TurnResult, error) {
 	out, err := w.runTurn(ctx, spec)
 	if err != nil {
-		// The lease is released unless it was lost (then it is not ours).
-		if !errors.Is(err, sqlitepersist.ErrLeaseLost) {
-			err = errors.Join(err, w.release(context.WithoutCancel(ctx)))
-		}
 		return nil, err
-	}
-	if rerr := w.release(context.WithoutCancel(ctx)); rerr != nil {
-		res.Warnings = append(res.Warnings, rerr)
 	}
 	if w.checkpointErr != nil {
 		res.Warnings = append(res.Warnings, fmt.Errorf("projection checkpoint of %s not written: %w", w.header.ID, w.checkpointErr))

@@ -407,7 +407,7 @@ func TestStartDuplicateRace(t *testing.T) {
 	}
 	e.continuable("c", "first")
 	before := e.state()
-	if _, err := e.rt.create(e.ctx, plan); dsherr.CodeOf(err) != dsherr.DuplicateChild || !errors.Is(err, sqlitepersist.ErrDuplicate) {
+	if _, err := e.rt.begin(e.ctx, plan); dsherr.CodeOf(err) != dsherr.DuplicateChild || !errors.Is(err, sqlitepersist.ErrDuplicate) {
 		t.Fatalf("create over an existing id = %v", err)
 	}
 	if e.state() != before {

@@ -37,7 +37,8 @@ type TurnOutcome struct {
 // snapshot in the same transaction as the events it covers, so a listing
 // never sees a snapshot ahead of (or long behind) the log, and a writer that
 // lost its lease writes nothing. Checkpoints follow the projection cache's
-// write policy, in that transaction too.
+// write policy, in that transaction too. A turn takes two transactions: the
+// lease with the first batch, and the closing batch with the release.
 type childWriter struct {
 	store  *sqlitepersist.Store
 	holder sqlitepersist.LeaseHolder
@@ -48,6 +49,8 @@ type childWriter struct {
 	reg  *projcache.Registry
 	fold *projcache.Fold
 	ckpt *projcache.Checkpointer
+	// wrote: the transaction in progress wrote a checkpoint.
+	wrote bool
 	// checkpointErr is the last failed checkpoint write; the cache is
 	// derived data, so a failure never fails the turn.
 	checkpointErr error
@@ -67,7 +70,7 @@ func (rt *Runtime) newChildWriter(holder sqlitepersist.LeaseHolder, h session.He
 	return w
 }
 
-// add queues an event for the next flush.
+// add queues an event for the next batch.
 func (w *childWriter) add(typ string, data []byte) {
 	w.pending = append(w.pending, session.Event{
 		Type: typ,
@@ -97,19 +100,32 @@ func (w *childWriter) snapshot() sqlitepersist.LiveSnapshot {
 	return out
 }
 
-// published renews the lease with the current snapshot inside tx and
-// checkpoints when the write policy asks, for events just made durable in
-// tx. It reports whether a checkpoint was written (acknowledge it once tx
-// commits).
-func (w *childWriter) published(ctx context.Context, tx *sqlitepersist.Store, durable []session.Event) (bool, error) {
+// writePending appends the queued events as one batch inside tx, under the
+// lease: it renews the lease with the snapshot covering them, appends them
+// and checkpoints when the write policy asks. Call committed once tx has
+// committed.
+func (w *childWriter) writePending(ctx context.Context, tx *sqlitepersist.Store) error {
+	w.fold.Apply(w.pending...)
 	snap := w.snapshot()
 	if err := tx.HeartbeatLease(ctx, w.header.ID, w.holder, &snap); err != nil {
-		return false, err
+		return err
 	}
-	if !w.ckpt.Observe(durable...) {
-		return false, nil
+	if err := tx.Append(ctx, w.header.ID, w.next, w.pending); err != nil {
+		return err
 	}
-	return w.checkpoint(ctx, tx), nil
+	w.wrote = w.ckpt.Observe(w.pending...) && w.checkpoint(ctx, tx)
+	return nil
+}
+
+// committed records that the transaction holding the queued batch has
+// committed.
+func (w *childWriter) committed() {
+	if w.wrote {
+		w.ckpt.Written()
+		w.wrote = false
+	}
+	w.next += int64(len(w.pending))
+	w.pending = nil
 }
 
 func (w *childWriter) checkpoint(ctx context.Context, tx *sqlitepersist.Store) bool {
@@ -121,56 +137,31 @@ func (w *childWriter) checkpoint(ctx context.Context, tx *sqlitepersist.Store) b
 	return true
 }
 
-// flush appends the queued events as one batch under the lease.
-func (w *childWriter) flush(ctx context.Context) error {
-	if len(w.pending) == 0 {
-		return nil
-	}
-	batch := w.pending
-	w.fold.Apply(batch...)
-	var wrote bool
+// finish writes the queued closing batch, the mandatory release checkpoint
+// and the lease's release in one transaction.
+func (w *childWriter) finish(ctx context.Context) error {
 	err := w.store.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
-		if err := tx.Append(ctx, w.header.ID, w.next, batch); err != nil {
-			return err
+		if len(w.pending) > 0 {
+			if err := w.writePending(ctx, tx); err != nil {
+				return err
+			}
 		}
-		var err error
-		wrote, err = w.published(ctx, tx, batch)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("write turn events of %s: %w", w.header.ID, err)
-	}
-	if wrote {
-		w.ckpt.Written()
-	}
-	w.next += int64(len(batch))
-	w.pending = nil
-	return nil
-}
-
-// release writes the mandatory release checkpoint and deletes the lease,
-// in one transaction.
-func (w *childWriter) release(ctx context.Context) error {
-	var wrote bool
-	err := w.store.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
-		if w.ckpt.Release() {
-			wrote = w.checkpoint(ctx, tx)
+		if !w.wrote && w.ckpt.Release() {
+			w.wrote = w.checkpoint(ctx, tx)
 		}
 		return tx.ReleaseLease(ctx, w.header.ID, w.holder)
 	})
 	if err != nil {
-		return fmt.Errorf("release %s: %w", w.header.ID, err)
+		return fmt.Errorf("finish the turn of %s: %w", w.header.ID, err)
 	}
-	if wrote {
-		w.ckpt.Written()
-	}
+	w.committed()
 	return nil
 }
 
 // keepAlive renews the lease every interval until stop is called. A lease
 // found lost cancels work through lost, with the loss as the cause; other
-// failures are left to the next renewal (and to the next flush, which fails
-// if the lease is gone by then).
+// failures are left to the next renewal (and to the closing batch, which
+// fails if the lease is gone by then).
 func (w *childWriter) keepAlive(ctx context.Context, every time.Duration, lost context.CancelCauseFunc) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -214,17 +205,12 @@ type turnSpec struct {
 	heartbeat  time.Duration
 }
 
-// runTurn writes one turn the way DSH's agent loop lays it out — the inbox
-// enqueue of the message, turn/start, the inbox claim, step/start and the
-// user message in a first batch; the provider's reply and the turn's end in
-// a second — with whatever the caller queued before it in the first batch.
-// The provider runs between the two batches while the lease is renewed.
-//
-// A cancelled ctx (the user interrupting) ends the turn `aborted` with
-// reason {kind:"user"}; both batches are still written. A lost lease
-// stops the turn without writing more (the next resume closes it as
-// interrupted) and is returned as an error.
-func (w *childWriter) runTurn(ctx context.Context, t turnSpec) (TurnOutcome, error) {
+// openTurn queues a turn's first batch the way DSH's agent loop lays it out:
+// the inbox enqueue of the message, turn/start, the inbox claim, (a one-shot
+// child's descriptor,) step/start and the user message. The caller writes it
+// in the transaction that takes the lease, so everything up to the point
+// where the provider runs is durable before it runs.
+func (w *childWriter) openTurn(t turnSpec) {
 	msg := userMessageData(t.messageID, t.text, t.source)
 	w.add(session.TypeInboxSpliced, inboxEnqueueData(msg))
 	w.add(session.TypeTurnStart, turnData(t.turn))
@@ -234,14 +220,18 @@ func (w *childWriter) runTurn(ctx context.Context, t turnSpec) (TurnOutcome, err
 	}
 	w.add(session.TypeStepStart, stepData(t.turn, 1))
 	w.addSurface(session.TypeUserMessage, msg)
-	// Once the child exists its turn is written whole, even when the user
-	// interrupts: an interruption before the provider runs is an aborted
-	// turn, not a half-written one.
-	durable := context.WithoutCancel(ctx)
-	if err := w.flush(durable); err != nil {
-		return TurnOutcome{}, err
-	}
+}
 
+// runTurn runs the provider of a turn whose first batch is durable, then
+// writes the closing batch — the reply (of a completed turn), step/end and
+// turn/end — and releases the lease, in one transaction.
+//
+// A cancelled ctx (the user interrupting) ends the turn `aborted` with
+// reason {kind:"user"}, and the closing batch is still written: a started
+// turn is always written whole. A lost lease stops the turn without writing
+// more (the next resume closes it as interrupted) and is returned as an
+// error.
+func (w *childWriter) runTurn(ctx context.Context, t turnSpec) (TurnOutcome, error) {
 	out, err := w.runProvider(ctx, t)
 	if err != nil {
 		return TurnOutcome{}, err
@@ -251,7 +241,7 @@ func (w *childWriter) runTurn(ctx context.Context, t turnSpec) (TurnOutcome, err
 	}
 	w.add(session.TypeStepEnd, stepData(t.turn, 1))
 	w.add(session.TypeTurnEnd, turnEndData(t.turn, out))
-	if err := w.flush(durable); err != nil {
+	if err := w.finish(context.WithoutCancel(ctx)); err != nil {
 		return TurnOutcome{}, err
 	}
 	return out, nil
