@@ -1,0 +1,140 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dsh-project/dsh/internal/dshformat"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+)
+
+// ExportOptions configure Export.
+type ExportOptions struct {
+	// Compression is the JSONL encoding; the zero value is DSH's default,
+	// zstd.
+	Compression dshformat.Compression
+	// Progress, when set, is called with the number of sessions handled and
+	// the total, after each one.
+	Progress func(done, total int)
+}
+
+// Exported is one session's export.
+type Exported struct {
+	ID string
+	// Path is the file written; "" when Err is set.
+	Path string
+	// Events is the number of events written.
+	Events int
+	// Torn is a torn tail the database keeps beside the log. It is not
+	// written: a DSH JSONL file holds only whole records.
+	Torn *sqlitepersist.TornTail
+	// Err says why the session was not written (its log has a corrupt
+	// committed row, its file already exists, …).
+	Err error
+}
+
+// Export writes each session of ids from st under dir in DSH's JSONL
+// layout, dir/<project>/<encoded id>/session.jsonl[.zstd], the header and
+// the stored events exactly as kept — a log that fails DSH's validation or
+// ends inside a turn is written as it is, so that importing the files again
+// gives the same headers and events. A session file that already exists is
+// never replaced. Per-session failures are reported in the results; only a
+// failure to read st, or cancellation, is returned as an error.
+func Export(ctx context.Context, st *sqlitepersist.Store, dir string, ids []string, opts ExportOptions) ([]Exported, error) {
+	out := make([]Exported, 0, len(ids))
+	for i, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		r, err := exportOne(ctx, st, dir, id, opts.Compression)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+		if opts.Progress != nil {
+			opts.Progress(i+1, len(ids))
+		}
+	}
+	return out, nil
+}
+
+func exportOne(ctx context.Context, st *sqlitepersist.Store, dir, id string, c dshformat.Compression) (Exported, error) {
+	r := Exported{ID: id}
+	a, err := st.Audit(ctx, id)
+	if errors.Is(err, sqlitepersist.ErrNotFound) {
+		r.Err = err
+		return r, nil
+	}
+	if err != nil {
+		return r, err
+	}
+	if a.Events == nil && a.ReadErr != nil {
+		r.Err = fmt.Errorf("log not exported: %w", a.ReadErr)
+		return r, nil
+	}
+	r.Torn = a.Torn
+	path, err := dshformat.WriteJSONL(ctx, dir, a.Header, a.Events, dshformat.WriteOptions{Compression: c})
+	if err != nil {
+		if ctx.Err() != nil {
+			return r, ctx.Err()
+		}
+		r.Err = err
+		return r, nil
+	}
+	r.Path, r.Events = path, len(a.Events)
+	return r, nil
+}
+
+// Tree returns parent and the sessions below it, in pre-order with each
+// parent's children in creation order: its direct children (every session that
+// names it as parent, ordinary forks included), or with descendants the
+// whole tree, so that listing parent over the exported files walks the
+// same sessions as in st. A parent-link cycle is followed once.
+func Tree(ctx context.Context, st *sqlitepersist.Store, parent string, descendants bool) ([]string, error) {
+	ids := []string{parent}
+	seen := map[string]bool{parent: true}
+	type frame struct {
+		id    string
+		depth int
+	}
+	stack := []frame{{parent, 0}}
+	for len(stack) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		f := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if f.id != parent {
+			ids = append(ids, f.id)
+		}
+		if f.depth > 0 && !descendants {
+			continue
+		}
+		var kids []session.Header
+		if err := st.ChildrenOf(ctx, f.id, func(h session.Header) error {
+			if !seen[h.ID] {
+				seen[h.ID] = true
+				kids = append(kids, h)
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+		for i := len(kids) - 1; i >= 0; i-- {
+			stack = append(stack, frame{kids[i].ID, f.depth + 1})
+		}
+	}
+	return ids, nil
+}
+
+// All returns the id of every session in st, in storage order.
+func All(ctx context.Context, st *sqlitepersist.Store) ([]string, error) {
+	var ids []string
+	err := st.ListHeaders(ctx, func(h session.Header) error {
+		ids = append(ids, h.ID)
+		return nil
+	})
+	return ids, err
+}

@@ -1,0 +1,194 @@
+package transfer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/dsh-project/dsh/internal/dshformat"
+	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/internal/subagent"
+)
+
+// fixtures is DSH's real data, read in place (never copied).
+const fixtures = "../../../shared/fixtures"
+
+func fixtureDir(t testing.TB, rel string) string {
+	t.Helper()
+	dir := filepath.Join(fixtures, rel)
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("DSH fixtures not available at %s: %v", dir, err)
+	}
+	return dir
+}
+
+func openStore(t testing.TB) *sqlitepersist.Store {
+	t.Helper()
+	st, err := sqlitepersist.Open(context.Background(), filepath.Join(t.TempDir(), "dsh.db"), sqlitepersist.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return st
+}
+
+func openSource(t testing.TB, loc Location) dshformat.Source {
+	t.Helper()
+	src, err := loc.Open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	return src
+}
+
+func importAll(t testing.TB, st *sqlitepersist.Store, loc Location) Summary {
+	t.Helper()
+	sum, err := Import(context.Background(), st, openSource(t, loc), ImportOptions{})
+	if err != nil {
+		t.Fatalf("import %s: %v", loc, err)
+	}
+	return sum
+}
+
+// result finds one session's result in a summary.
+func result(t testing.TB, sum Summary, id string) Result {
+	t.Helper()
+	for _, r := range sum.Results {
+		if r.ID == id {
+			return r
+		}
+	}
+	t.Fatalf("no result for %q in %+v", id, sum.Results)
+	return Result{}
+}
+
+// encodeEvents is the byte form logs are compared by: each event as DSH's
+// envelope encoder writes it.
+func encodeEvents(t testing.TB, events []session.Event) [][]byte {
+	t.Helper()
+	out := make([][]byte, len(events))
+	for i, e := range events {
+		b, err := e.MarshalJSON()
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		out[i] = b
+	}
+	return out
+}
+
+func assertSameEvents(t testing.TB, what string, got, want []session.Event) {
+	t.Helper()
+	g, w := encodeEvents(t, got), encodeEvents(t, want)
+	if len(g) != len(w) {
+		t.Fatalf("%s: %d events, want %d", what, len(g), len(w))
+	}
+	for i := range g {
+		if !bytes.Equal(g[i], w[i]) {
+			t.Fatalf("%s: event %d differs:\n got %s\nwant %s", what, i, g[i], w[i])
+		}
+	}
+}
+
+// jsonTokens is a JSON text as its token stream: values, and object keys
+// in the order they were written, so that two texts compare equal only
+// when their structure, values and key order are the same.
+func jsonTokens(t testing.TB, text []byte) []any {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	var toks []any
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return toks
+		}
+		if err != nil {
+			t.Fatalf("decode %s: %v", text, err)
+		}
+		toks = append(toks, tok)
+	}
+}
+
+func assertSameJSON(t testing.TB, what string, got, want []byte) {
+	t.Helper()
+	if !slices.Equal(jsonTokens(t, got), jsonTokens(t, want)) {
+		t.Fatalf("%s:\n got %s\nwant %s", what, got, want)
+	}
+}
+
+// listingJSON is rows as dsh list -o json prints them (descendants scope).
+func listingJSON(rows []subagent.Row) []byte {
+	b := []byte{'['}
+	for i, r := range rows {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = render.AppendListEntry(b, r, render.ScopeDescendants)
+	}
+	return append(b, ']')
+}
+
+// template is a real continuable child DSH wrote (oracle corpus a): a
+// valid log of one completed turn whose descriptor is its first event.
+func template(t testing.TB) *dshformat.Session {
+	t.Helper()
+	dir := fixtureDir(t, "dsh-oracle/a-continuable-and-oneshot/jsonl-plain")
+	src, err := dshformat.OpenJSONL(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	s, err := src.Read(context.Background(), "7cc39d3a-da07-4b5f-9b28-59bc4f2fe550")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func strp(s string) *string { return &s }
+
+// childHeader is the template child's header under another id and parent.
+func childHeader(tmpl *dshformat.Session, id, parent string, createdAt int64) session.Header {
+	h := tmpl.Header
+	h.ID, h.ParentSession, h.CreatedAt = id, strp(parent), createdAt
+	return h
+}
+
+// writePlain writes a session as a plain DSH JSONL file under dir and
+// returns its path.
+func writePlain(t testing.TB, dir string, h session.Header, events []session.Event) string {
+	t.Helper()
+	path, err := dshformat.WriteJSONL(context.Background(), dir, h, events, dshformat.WriteOptions{Compression: dshformat.CompressionNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func appendFile(t testing.TB, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,386 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/dshformat"
+	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/internal/subagent"
+)
+
+// Outcome is what an import did with one session.
+type Outcome string
+
+// Import outcomes.
+const (
+	// Imported: the session was copied (with DryRun: would be).
+	Imported Outcome = "imported"
+	// Skipped: the database already holds the id with the same lifecycle
+	// witness; nothing was read or written.
+	Skipped Outcome = "skipped"
+	// Conflict: the database holds the id with another lifecycle; nothing
+	// was written.
+	Conflict Outcome = "conflict"
+	// Unreadable: the source cannot offer the session (damaged data, a
+	// refused format version, an unreadable header); nothing was written.
+	Unreadable Outcome = "unreadable"
+)
+
+// Result is one session's import.
+type Result struct {
+	// ID is the session id; "" when the source could not read one.
+	ID string
+	// Location is the file or database the session was found in, when the
+	// source says.
+	Location string
+	Outcome  Outcome
+	// Reason says why a session was skipped, conflicting or unreadable.
+	Reason string
+	// Events is the number of events stored (or, with DryRun, to store).
+	Events int
+	// What an imported log was kept with, as found.
+	Torn        *sqlitepersist.TornTail // a torn tail, stored beside the log
+	Invalid     string                  // the log fails DSH's validation: why
+	Interrupted bool                    // the log ends inside a turn
+	// Checkpointed: a projection checkpoint was written for the session
+	// (only for logs that read and fold).
+	Checkpointed bool
+}
+
+// Summary is a whole import: counts by outcome and every session's result,
+// the source's sessions in id order followed by files that did not yield a
+// session.
+type Summary struct {
+	DryRun     bool
+	Imported   int
+	Skipped    int
+	Conflicts  int
+	Unreadable int
+	// Events counts the events of the imported sessions.
+	Events  int
+	Results []Result
+}
+
+// Failed reports whether something could not be imported: a conflict or an
+// unreadable session.
+func (s Summary) Failed() bool { return s.Conflicts > 0 || s.Unreadable > 0 }
+
+func (s *Summary) add(r Result) {
+	switch r.Outcome {
+	case Imported:
+		s.Imported++
+		s.Events += r.Events
+	case Skipped:
+		s.Skipped++
+	case Conflict:
+		s.Conflicts++
+	case Unreadable:
+		s.Unreadable++
+	}
+	s.Results = append(s.Results, r)
+}
+
+// ImportOptions configure Import.
+type ImportOptions struct {
+	// DryRun reads and judges every session without writing anything.
+	DryRun bool
+	// NoCheckpoints writes no projection checkpoints.
+	NoCheckpoints bool
+	// ReadAhead is how many sessions are read from the source concurrently
+	// while earlier ones are written (default 2).
+	ReadAhead int
+	// Progress, when set, is called with the number of sessions handled and
+	// the total, after each one.
+	Progress func(done, total int)
+}
+
+// Import copies every session of src into dst exactly as found: logs that
+// fail DSH's validation, torn tails (kept beside the log) and interrupted
+// turns are stored as they are, so they list and diagnose the same after
+// the import as in the source. Each session is written in its own
+// transaction together with its projection checkpoint (written only for a
+// log that reads and folds). An id dst already holds is skipped when its
+// lifecycle witness is the same and reported as a conflict otherwise; it is
+// never overwritten. Sessions the source cannot read are reported as
+// unreadable.
+//
+// dst may be nil with DryRun (no database yet: nothing is held). Only a
+// failure of dst itself or cancellation stops the import; it then returns
+// the summary so far with the error.
+func Import(ctx context.Context, dst *sqlitepersist.Store, src dshformat.Source, opts ImportOptions) (Summary, error) {
+	sum := Summary{DryRun: opts.DryRun}
+	if dst == nil && !opts.DryRun {
+		return sum, dsherr.New(dsherr.Internal, "import needs a destination database")
+	}
+	headers, err := src.Headers(ctx)
+	if err != nil {
+		return sum, SourceError("read source headers", err)
+	}
+	problems := src.Problems()
+	total := len(headers) + len(problems)
+	done := 0
+	step := func() {
+		done++
+		if opts.Progress != nil {
+			opts.Progress(done, total)
+		}
+	}
+	w := &importer{dst: dst, src: src, opts: opts, units: subagent.NewRegistry()}
+	err = w.pipeline(ctx, headers, func(r Result) {
+		sum.add(r)
+		step()
+	})
+	if err != nil {
+		return sum, err
+	}
+	for _, p := range problems {
+		sum.add(Result{ID: p.ID, Location: p.Path, Outcome: Unreadable, Reason: p.Err.Error()})
+		step()
+	}
+	return sum, nil
+}
+
+type importer struct {
+	dst   *sqlitepersist.Store
+	src   dshformat.Source
+	opts  ImportOptions
+	units *projcache.Registry
+}
+
+// prepared is one session read ahead of the writer: either a decided result
+// (skipped, conflicting, unreadable) or the session to write.
+type prepared struct {
+	result  *Result
+	session *dshformat.Session
+	err     error
+}
+
+// pipeline reads sessions from the source concurrently, a bounded number
+// ahead, and writes them one by one in source order.
+func (w *importer) pipeline(ctx context.Context, headers []session.Header, emit func(Result)) error {
+	readers := w.opts.ReadAhead
+	if readers <= 0 {
+		readers = 2
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	slots := make([]chan prepared, len(headers))
+	for i := range slots {
+		slots[i] = make(chan prepared, 1)
+	}
+	// Each token is one session read but not yet written: it bounds how
+	// much of the corpus is held in memory.
+	tokens := make(chan struct{}, 2*readers)
+	jobs := make(chan int)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(jobs)
+		for i := range headers {
+			select {
+			case tokens <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case jobs <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				slots[i] <- w.prepare(ctx, headers[i])
+			}
+		}()
+	}
+	for i, h := range headers {
+		var p prepared
+		select {
+		case p = <-slots[i]:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		<-tokens
+		if p.err != nil {
+			return p.err
+		}
+		if p.result != nil {
+			emit(*p.result)
+			continue
+		}
+		r, err := w.write(ctx, h, p.session)
+		if err != nil {
+			return err
+		}
+		emit(r)
+	}
+	return nil
+}
+
+// prepare decides what it can without writing: an id the database holds is
+// skipped or conflicting without reading its log; otherwise the session is
+// read from the source.
+func (w *importer) prepare(ctx context.Context, h session.Header) prepared {
+	if w.dst != nil {
+		stored, err := w.dst.Header(ctx, h.ID)
+		switch {
+		case err == nil:
+			r := judgeExisting(stored, h)
+			return prepared{result: &r}
+		case !errors.Is(err, sqlitepersist.ErrNotFound):
+			return prepared{err: err}
+		}
+	}
+	s, err := w.src.Read(ctx, h.ID)
+	if err != nil {
+		if ctx.Err() != nil {
+			return prepared{err: ctx.Err()}
+		}
+		return prepared{result: &Result{ID: h.ID, Outcome: Unreadable, Reason: err.Error()}}
+	}
+	return prepared{session: s}
+}
+
+// judgeExisting decides about an id the database already holds.
+func judgeExisting(stored, found session.Header) Result {
+	if field := witnessDiff(stored.Witness(), found.Witness()); field != "" {
+		return Result{ID: found.ID, Outcome: Conflict,
+			Reason: fmt.Sprintf("the database holds session %q with another lifecycle (%s differs); nothing overwritten", found.ID, field)}
+	}
+	return Result{ID: found.ID, Outcome: Skipped, Reason: "already imported (same lifecycle)"}
+}
+
+// write stores one session (with DryRun: judges it in memory).
+func (w *importer) write(ctx context.Context, listed session.Header, s *dshformat.Session) (Result, error) {
+	r := Result{ID: s.Header.ID, Location: s.Location, Outcome: Imported, Events: len(s.Events)}
+	if s.Header.ID != listed.ID {
+		r.Outcome, r.Reason = Unreadable, fmt.Sprintf("header id changed to %q while importing", s.Header.ID)
+		return r, nil
+	}
+	var tail *sqlitepersist.TornTail
+	if s.Torn != nil {
+		tail = &sqlitepersist.TornTail{FromSeq: s.Torn.FromSeq, Reason: s.Torn.Reason, Raw: s.Torn.Raw}
+	}
+	if w.opts.DryRun {
+		r.Torn = tail
+		judgeInMemory(&r, s)
+		return r, nil
+	}
+	err := w.dst.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+		// Checked again under the write lock: another writer may have
+		// stored the id since prepare looked.
+		stored, err := tx.Header(ctx, s.Header.ID)
+		if err == nil {
+			r = judgeExisting(stored, s.Header)
+			return nil
+		}
+		if !errors.Is(err, sqlitepersist.ErrNotFound) {
+			return err
+		}
+		res, err := tx.ImportSession(ctx, s.Header, s.Events, tail)
+		if dsherr.CodeOf(err) == dsherr.InvalidInput {
+			r = Result{ID: s.Header.ID, Location: s.Location, Outcome: Unreadable, Reason: err.Error()}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		r.Events, r.Torn = res.Events, res.Torn
+		if res.Invalid != nil {
+			r.Invalid = res.Invalid.Error()
+			return nil
+		}
+		return w.checkpoint(ctx, tx, s, &r)
+	})
+	if err != nil {
+		return r, fmt.Errorf("import session %q: %w", s.Header.ID, err)
+	}
+	return r, nil
+}
+
+// checkpoint notes an interrupted turn in a log that reads back, and writes
+// the projection checkpoint of its fold. The store read the log back while
+// importing it and found it valid, so the events it holds are the source's,
+// up to a torn tail.
+func (w *importer) checkpoint(ctx context.Context, tx *sqlitepersist.Store, s *dshformat.Session, r *Result) error {
+	events := s.Events
+	if r.Torn != nil && r.Torn.FromSeq < int64(len(events)) {
+		events = events[:r.Torn.FromSeq]
+	}
+	events, err := session.NormalizeLegacy(s.Header.ID, events)
+	if err != nil {
+		return dsherr.Wrap(dsherr.Internal, err, "session %q was stored as valid but its records do not convert", s.Header.ID)
+	}
+	r.Interrupted = len(session.InterruptedTurnClosers(events)) > 0
+	if w.opts.NoCheckpoints {
+		return nil
+	}
+	fold := w.units.NewFold()
+	fold.Apply(events...)
+	cp, err := fold.Checkpoint()
+	if err != nil {
+		// A unit that fails on this log leaves it without a checkpoint;
+		// a listing reads the log and reports the failure.
+		return nil
+	}
+	if err := projcache.NewCache(tx.Querier(), w.units).Put(ctx, s.Header, fold.AsOfSeq(), cp); err != nil {
+		return err
+	}
+	r.Checkpointed = true
+	return nil
+}
+
+// judgeInMemory fills what an import would keep as found, without a store:
+// the verdict DSH's inspect gives the log and whether it ends inside a turn.
+func judgeInMemory(r *Result, s *dshformat.Session) {
+	events, err := session.NormalizeLegacy(s.Header.ID, s.Events)
+	if err == nil {
+		err = session.ValidateLog(s.Header, events)
+	}
+	if err != nil {
+		r.Invalid = fmt.Sprintf("session %q failed validation: %v", s.Header.ID, err)
+		return
+	}
+	r.Interrupted = len(session.InterruptedTurnClosers(events)) > 0
+}
+
+// witnessDiff names the first lifecycle witness field that differs, "" when
+// none does.
+func witnessDiff(a, b session.Witness) string {
+	switch {
+	case a.Version != b.Version:
+		return "version"
+	case a.ID != b.ID:
+		return "id"
+	case a.CreatedAt != b.CreatedAt:
+		return "createdAt"
+	case a.Cwd != b.Cwd:
+		return "cwd"
+	case a.ParentSession != b.ParentSession:
+		return "parentSession"
+	case a.IsSeeded != b.IsSeeded:
+		return "isSeeded"
+	case a.DelegationDepth != b.DelegationDepth:
+		return "delegationDepth"
+	case a.Origin != b.Origin:
+		return "origin"
+	case a.AgentPreset != b.AgentPreset:
+		return "agentPreset"
+	}
+	return ""
+}

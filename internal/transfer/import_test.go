@@ -1,0 +1,389 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dsh-project/dsh/internal/dshformat"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/internal/subagent"
+)
+
+// damagedCorpus writes a JSONL corpus with the cases a faithful import
+// must keep as found — a log that fails DSH's validation, a torn tail, an
+// interrupted turn — next to a valid child, a child in a later DSH format
+// and one with committed damage (both unreadable), all under parent "p".
+func damagedCorpus(t *testing.T) (dir string, tmpl *dshformat.Session) {
+	t.Helper()
+	tmpl = template(t)
+	dir = t.TempDir()
+	root := session.Header{ID: "p", CreatedAt: 1_700_000_000_000, Cwd: tmpl.Header.Cwd}
+	writePlain(t, dir, root, nil)
+	writePlain(t, dir, childHeader(tmpl, "c-ok", "p", 1_700_000_000_001), tmpl.Events)
+
+	invalid := slices.Clone(tmpl.Events)
+	invalid[6].SurfaceOp = nil // a surface message without its surface operation
+	writePlain(t, dir, childHeader(tmpl, "c-invalid", "p", 1_700_000_000_002), invalid)
+
+	torn := writePlain(t, dir, childHeader(tmpl, "c-torn", "p", 1_700_000_000_003), tmpl.Events)
+	appendFile(t, torn, `{"type":"turn/start","seq":24,"ti`)
+
+	writePlain(t, dir, childHeader(tmpl, "c-interrupted", "p", 1_700_000_000_004), tmpl.Events[:len(tmpl.Events)-1])
+
+	later := filepath.Join(dir, "later", "session.jsonl")
+	if err := os.MkdirAll(filepath.Dir(later), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	laterHeader := childHeader(tmpl, "c-later", "p", 1_700_000_000_005)
+	line := strings.Replace(string(laterHeader.MarshalJSONL()), `"version":0`, `"version":1`, 1)
+	if err := os.WriteFile(later, []byte(line+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	corrupt := writePlain(t, dir, childHeader(tmpl, "c-corrupt", "p", 1_700_000_000_006), tmpl.Events[:3])
+	appendFile(t, corrupt, "{not json}\n")
+	for _, e := range tmpl.Events[3:] {
+		e.Seq++
+		b, err := e.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendFile(t, corrupt, string(b)+"\n")
+	}
+	return dir, tmpl
+}
+
+// Every damaged log is stored exactly as found and reads back with the
+// same verdict, torn tail and closers as the source; sessions the source
+// cannot read are reported, with DSH's refusal for a later format.
+func TestImportKeepsDamageAsFound(t *testing.T) {
+	ctx := context.Background()
+	dir, tmpl := damagedCorpus(t)
+	st := openStore(t)
+	src := openSource(t, Location{KindJSONL, dir})
+	sum, err := Import(ctx, st, src, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Imported != 5 || sum.Unreadable != 2 || sum.Skipped != 0 || sum.Conflicts != 0 || !sum.Failed() {
+		t.Fatalf("summary %+v", sum)
+	}
+	if r := result(t, sum, "c-later"); r.Outcome != Unreadable || !strings.Contains(r.Reason, "unsupported DSH session format version 1") {
+		t.Errorf("c-later: %+v", r)
+	}
+	if r := result(t, sum, "c-corrupt"); r.Outcome != Unreadable || !strings.Contains(r.Reason, "line 4") {
+		t.Errorf("c-corrupt: %+v", r)
+	}
+	for _, id := range []string{"c-later", "c-corrupt"} {
+		if _, err := st.Header(ctx, id); !errors.Is(err, sqlitepersist.ErrNotFound) {
+			t.Errorf("%s was stored: %v", id, err)
+		}
+	}
+
+	ok := result(t, sum, "c-ok")
+	if ok.Events != len(tmpl.Events) || !ok.Checkpointed || ok.Invalid != "" || ok.Torn != nil || ok.Interrupted {
+		t.Errorf("c-ok: %+v", ok)
+	}
+	inv := result(t, sum, "c-invalid")
+	if inv.Invalid == "" || inv.Checkpointed {
+		t.Errorf("c-invalid: %+v", inv)
+	}
+	torn := result(t, sum, "c-torn")
+	if torn.Torn == nil || torn.Torn.FromSeq != int64(len(tmpl.Events)) || !torn.Checkpointed {
+		t.Errorf("c-torn: %+v", torn)
+	}
+	if r := result(t, sum, "c-interrupted"); !r.Interrupted || !r.Checkpointed {
+		t.Errorf("c-interrupted: %+v", r)
+	}
+
+	for _, id := range []string{"p", "c-ok", "c-invalid", "c-torn", "c-interrupted"} {
+		found, err := src.Read(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := st.Audit(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored.Header.Witness() != found.Header.Witness() || stored.Header.InheritedCut() != found.Header.InheritedCut() {
+			t.Errorf("%s: stored header %s, found %s", id, stored.Header.MarshalJSONL(), found.Header.MarshalJSONL())
+		}
+		assertSameEvents(t, id, stored.Events, found.Events)
+
+		_, events, readErr := subagent.ReadForeign(ctx, src, id)
+		in, inspectErr := st.Inspect(ctx, id)
+		var before, after *session.ValidationError
+		if errors.As(readErr, &before) != errors.As(inspectErr, &after) || (before != nil && (before.Rule != after.Rule || before.Seq != after.Seq)) {
+			t.Errorf("%s: verdict in the source %v, after import %v", id, readErr, inspectErr)
+		}
+		if inspectErr != nil {
+			continue
+		}
+		if (found.Torn == nil) != (in.Torn == nil) {
+			t.Fatalf("%s: torn tail %v in the source, %v after import", id, found.Torn, in.Torn)
+		}
+		if in.Torn != nil && (in.Torn.FromSeq != found.Torn.FromSeq || string(in.Torn.Raw) != string(found.Torn.Raw)) {
+			t.Errorf("%s: torn tail %+v stored, found %+v", id, in.Torn, found.Torn)
+		}
+		assertSameEvents(t, id+" closers", in.Closers, session.InterruptedTurnClosers(events))
+	}
+}
+
+// The rows of a listing are the same after the import as over the source in
+// place, except for children the source cannot read at all (listed
+// `unavailable` in place, not imported).
+func TestImportListsAsBefore(t *testing.T) {
+	ctx := context.Background()
+	dir, _ := damagedCorpus(t)
+	src := openSource(t, Location{KindJSONL, dir})
+	headers, err := src.Headers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := subagent.NewForeignLister(headers, src, nil, 0).ListDescendants(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	sum := importAll(t, st, Location{KindJSONL, dir})
+	after, err := subagent.NewStoreLister(st, nil, 0).ListDescendants(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []subagent.Row
+	for _, r := range before {
+		if result(t, sum, r.ID).Outcome == Imported {
+			want = append(want, r)
+		}
+	}
+	if len(want) != 4 {
+		t.Fatalf("rows in place: %v", before)
+	}
+	assertSameJSON(t, "rows after import vs in place", listingJSON(after), listingJSON(want))
+	reasons := map[string]subagent.Reason{}
+	for _, r := range before {
+		reasons[r.ID] = r.Reason
+	}
+	if reasons["c-invalid"] != subagent.ReasonUnavailable || reasons["c-later"] != subagent.ReasonUnavailable || reasons["c-ok"] != "" {
+		t.Errorf("rows in place: %v", before)
+	}
+}
+
+// storeDigest is everything an import could change in a dsh store.
+func storeDigest(t *testing.T, st *sqlitepersist.Store) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range []string{
+		"SELECT id, revision, next_seq, verified FROM sessions ORDER BY id",
+		"SELECT session_id, seq, length(data) FROM events ORDER BY session_id, seq",
+		"SELECT session_id, from_seq FROM torn_tails ORDER BY session_id",
+		"SELECT session_id, as_of_seq, rows, written_at FROM projection_checkpoints ORDER BY session_id",
+	} {
+		rows, err := st.Querier().QueryContext(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(&b, vals...)
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
+}
+
+// Importing again skips every session already imported and writes nothing.
+func TestImportIsIdempotent(t *testing.T) {
+	dir, _ := damagedCorpus(t)
+	st := openStore(t)
+	importAll(t, st, Location{KindJSONL, dir})
+	before := storeDigest(t, st)
+	again := importAll(t, st, Location{KindJSONL, dir})
+	if again.Imported != 0 || again.Skipped != 5 || again.Unreadable != 2 || again.Conflicts != 0 {
+		t.Fatalf("second import: %+v", again)
+	}
+	if r := result(t, again, "c-torn"); r.Outcome != Skipped || r.Reason == "" {
+		t.Errorf("c-torn: %+v", r)
+	}
+	if after := storeDigest(t, st); after != before {
+		t.Fatalf("a repeated import changed the store:\nbefore\n%s\nafter\n%s", before, after)
+	}
+}
+
+// A session whose id the database holds with another lifecycle is a
+// conflict; nothing of it is overwritten.
+func TestImportConflictOverwritesNothing(t *testing.T) {
+	ctx := context.Background()
+	tmpl := template(t)
+	first, second := t.TempDir(), t.TempDir()
+	writePlain(t, first, childHeader(tmpl, "c", "p", 1_700_000_000_001), tmpl.Events)
+	recreated := childHeader(tmpl, "c", "p", 1_700_000_000_999)
+	writePlain(t, second, recreated, tmpl.Events[:3])
+	writePlain(t, second, childHeader(tmpl, "d", "p", 1_700_000_001_000), tmpl.Events)
+
+	st := openStore(t)
+	importAll(t, st, Location{KindJSONL, first})
+	before := storeDigest(t, st)
+	sum := importAll(t, st, Location{KindJSONL, second})
+	if sum.Conflicts != 1 || sum.Imported != 1 || !sum.Failed() {
+		t.Fatalf("summary %+v", sum)
+	}
+	r := result(t, sum, "c")
+	if r.Outcome != Conflict || !strings.Contains(r.Reason, "createdAt differs") {
+		t.Fatalf("c: %+v", r)
+	}
+	h, err := st.Header(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.CreatedAt != 1_700_000_000_001 {
+		t.Fatalf("stored header overwritten: %s", h.MarshalJSONL())
+	}
+	if r := result(t, sum, "d"); r.Outcome != Imported {
+		t.Fatalf("d: %+v", r)
+	}
+	if got, want := rowsOf(storeDigest(t, st), "c"), rowsOf(before, "c"); !slices.Equal(got, want) {
+		t.Fatalf("c changed:\n got %q\nwant %q", got, want)
+	}
+}
+
+// rowsOf keeps the digest lines of one session.
+func rowsOf(digest, id string) []string {
+	var out []string
+	for _, line := range strings.Split(digest, "\n") {
+		if strings.HasPrefix(line, id+" ") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// A dry run reports what an import would do and writes nothing, with or
+// without a database.
+func TestImportDryRun(t *testing.T) {
+	ctx := context.Background()
+	dir, _ := damagedCorpus(t)
+	src := openSource(t, Location{KindJSONL, dir})
+	none, err := Import(ctx, nil, src, ImportOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !none.DryRun || none.Imported != 5 || none.Unreadable != 2 {
+		t.Fatalf("dry run without a database: %+v", none)
+	}
+	if r := result(t, none, "c-invalid"); r.Invalid == "" {
+		t.Errorf("dry run does not report the invalid log: %+v", r)
+	}
+	if r := result(t, none, "c-interrupted"); !r.Interrupted || r.Checkpointed {
+		t.Errorf("c-interrupted: %+v", r)
+	}
+
+	st := openStore(t)
+	if _, err := Import(ctx, st, src, ImportOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if d := storeDigest(t, st); d != "" {
+		t.Fatalf("dry run wrote:\n%s", d)
+	}
+	importAll(t, st, Location{KindJSONL, dir})
+	again, err := Import(ctx, st, src, ImportOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Skipped != 5 || again.Imported != 0 {
+		t.Fatalf("dry run over an imported corpus: %+v", again)
+	}
+}
+
+// An import reports progress once per session, ending at the total, and
+// without checkpoints leaves the cache empty.
+func TestImportProgressAndNoCheckpoints(t *testing.T) {
+	dir, _ := damagedCorpus(t)
+	st := openStore(t)
+	var calls [][2]int
+	_, err := Import(context.Background(), st, openSource(t, Location{KindJSONL, dir}), ImportOptions{
+		NoCheckpoints: true,
+		ReadAhead:     1,
+		Progress:      func(done, total int) { calls = append(calls, [2]int{done, total}) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 7 || calls[6] != [2]int{7, 7} {
+		t.Fatalf("progress calls %v", calls)
+	}
+	var n int
+	if err := st.Querier().QueryRowContext(context.Background(), "SELECT count(*) FROM projection_checkpoints").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d checkpoints written with NoCheckpoints", n)
+	}
+}
+
+// A cancelled import stops with the context's error; sessions committed
+// before stay, and a new import completes the rest.
+func TestImportCancelled(t *testing.T) {
+	dir, _ := damagedCorpus(t)
+	st := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := Import(ctx, st, openSource(t, Location{KindJSONL, dir}), ImportOptions{
+		Progress: func(done, _ int) {
+			if done == 2 {
+				cancel()
+			}
+		},
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	sum := importAll(t, st, Location{KindJSONL, dir})
+	// Sessions are handled in id order: c-corrupt (unreadable), then
+	// c-interrupted, imported before the cancellation took effect.
+	if sum.Skipped != 1 || sum.Imported != 4 || result(t, sum, "c-interrupted").Outcome != Skipped {
+		t.Fatalf("import after a cancelled one: %+v", sum)
+	}
+}
+
+func TestParseLocation(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Location
+		err  string
+	}{
+		{in: "jsonl:/a/b", want: Location{KindJSONL, "/a/b"}},
+		{in: "dsh-sqlite:rel/x.db", want: Location{KindDSHSQLite, "rel/x.db"}},
+		{in: "jsonl:c:/win", want: Location{KindJSONL, "c:/win"}},
+		{in: "/a/b", err: "want jsonl:PATH or dsh-sqlite:PATH"},
+		{in: "sqlite:/x", err: `unknown kind "sqlite"`},
+		{in: "jsonl:", err: "empty path"},
+	} {
+		got, err := ParseLocation(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%q: %+v, %v", tc.in, got, err)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+// Package transfer moves sessions between DSH's own formats and a dsh store:
+// it imports a foreign DSH corpus (JSONL session files or DSH's schema-17
+// SQLite store) into a dsh database exactly as found, and exports sessions
+// from a dsh database as DSH JSONL files that DSH reads. It knows nothing of
+// the CLI.
+package transfer
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/dshformat"
+)
+
+// Kind names a foreign corpus format.
+type Kind string
+
+// The formats a Location can name.
+const (
+	KindJSONL     Kind = "jsonl"      // a JSONL session file or a directory of them
+	KindDSHSQLite Kind = "dsh-sqlite" // DSH's schema-17 SQLite store
+)
+
+// Location is a foreign DSH corpus: its format and its path.
+type Location struct {
+	Kind Kind
+	Path string
+}
+
+func (l Location) String() string { return string(l.Kind) + ":" + l.Path }
+
+// ParseLocation reads KIND:PATH, KIND being jsonl or dsh-sqlite. A bad
+// location is a dsherr USAGE error.
+func ParseLocation(s string) (Location, error) {
+	kind, path, ok := strings.Cut(s, ":")
+	if !ok {
+		return Location{}, dsherr.New(dsherr.Usage, "source %q: want jsonl:PATH or dsh-sqlite:PATH", s)
+	}
+	switch Kind(kind) {
+	case KindJSONL, KindDSHSQLite:
+	default:
+		return Location{}, dsherr.New(dsherr.Usage, "source %q: unknown kind %q (want jsonl or dsh-sqlite)", s, kind)
+	}
+	if path == "" {
+		return Location{}, dsherr.New(dsherr.Usage, "source %q: empty path", s)
+	}
+	return Location{Kind: Kind(kind), Path: path}, nil
+}
+
+// Open opens the corpus read-only. A store in a format dsh does not read is
+// a dsherr UNSUPPORTED_FORMAT error; anything else that stops it from being
+// read is STORE_UNAVAILABLE.
+func (l Location) Open(ctx context.Context) (dshformat.Source, error) {
+	var (
+		src dshformat.Source
+		err error
+	)
+	switch l.Kind {
+	case KindJSONL:
+		src, err = dshformat.OpenJSONL(ctx, l.Path)
+	case KindDSHSQLite:
+		src, err = dshformat.OpenDSHSQLite(ctx, l.Path)
+	default:
+		return nil, dsherr.New(dsherr.Usage, "source %s: unknown kind %q", l, l.Kind)
+	}
+	if err != nil {
+		return nil, SourceError(l.String(), err)
+	}
+	return src, nil
+}
+
+// SourceError gives an error from reading a foreign corpus its dsherr code:
+// UNSUPPORTED_FORMAT for a refused format version, INVALID_LOG for damaged
+// data, NOT_FOUND for an unknown session, STORE_UNAVAILABLE otherwise.
+// Cancellation and already coded errors are returned unchanged.
+func SourceError(what string, err error) error {
+	var refusal *dshformat.UnsupportedVersionError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), dsherr.CodeOf(err) != "":
+		return err
+	case errors.As(err, &refusal):
+		return dsherr.Wrap(dsherr.UnsupportedFmt, err, "%s", what)
+	case errors.Is(err, dshformat.ErrNotFound):
+		return dsherr.Wrap(dsherr.NotFound, err, "%s", what)
+	case errors.Is(err, dshformat.ErrCorrupt):
+		return dsherr.Wrap(dsherr.InvalidLog, err, "%s", what)
+	}
+	return dsherr.Wrap(dsherr.StoreError, err, "%s", what)
+}
