@@ -153,6 +153,8 @@ func (rt *Runtime) Start(ctx context.Context, req StartRequest) (*TurnResult, er
 	return rt.finishTurn(ctx, w, plan.turn, &TurnResult{ChildID: plan.header.ID})
 }
 
+// planStart runs Start's checks and lays out the child: its header, its
+// creation seed and its first turn. It reads the store and writes nothing.
 func (rt *Runtime) planStart(ctx context.Context, req StartRequest) (*startPlan, error) {
 	switch req.Mode {
 	case ModeContinuable:
