@@ -1,0 +1,155 @@
+package subagent_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dsh-project/dsh/internal/dshformat"
+	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/internal/subagent"
+)
+
+// oracleDir holds corpora written by DSH 0.1.0-rc.8's real runtime with
+// DSH's own listing results (read in place, never copied).
+const oracleDir = "../../../shared/fixtures/dsh-oracle"
+
+type oracleExpected struct {
+	Files struct {
+		SQLite     string `json:"sqlite"`
+		JSONL      string `json:"jsonl"`
+		JSONLPlain string `json:"jsonlPlain"`
+	} `json:"files"`
+	Listings map[string]struct {
+		Op         string            `json:"op"`
+		ID         string            `json:"id"`
+		Result     []json.RawMessage `json:"result"`
+		ListAgents struct {
+			Text string `json:"text"`
+		} `json:"listAgents"`
+	} `json:"listings"`
+}
+
+// Every DSH oracle corpus, in every storage variant, imported into a dsh
+// store, lists exactly as DSH listed it — rows byte for byte in DSH's key
+// order, and the list_agents text — with the checkpoint cache empty (every
+// child read from its log) and filled (as writers leave it).
+func TestOracleListings(t *testing.T) {
+	for _, name := range []string{"a-continuable-and-oneshot", "g-nested-descendants", "j-medium"} {
+		dir := filepath.Join(oracleDir, name)
+		raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
+		if err != nil {
+			t.Skipf("DSH oracle corpora not available at %s: %v", oracleDir, err)
+		}
+		var exp oracleExpected
+		if err := json.Unmarshal(raw, &exp); err != nil {
+			t.Fatal(err)
+		}
+		variants := map[string]func(context.Context) (dshformat.Source, error){
+			"sqlite": func(ctx context.Context) (dshformat.Source, error) {
+				return dshformat.OpenDSHSQLite(ctx, filepath.Join(dir, exp.Files.SQLite))
+			},
+			"jsonl": func(ctx context.Context) (dshformat.Source, error) {
+				return dshformat.OpenJSONL(ctx, filepath.Join(dir, exp.Files.JSONL))
+			},
+		}
+		if exp.Files.JSONLPlain != "" {
+			variants["jsonl-plain"] = func(ctx context.Context) (dshformat.Source, error) {
+				return dshformat.OpenJSONL(ctx, filepath.Join(dir, exp.Files.JSONLPlain))
+			}
+		}
+		for variant, open := range variants {
+			for _, cached := range []bool{false, true} {
+				label := name + "/" + variant
+				if cached {
+					label += "+cache"
+				}
+				t.Run(label, func(t *testing.T) {
+					st := importOracle(t, open, cached)
+					l := subagent.NewStoreLister(st, st, 0)
+					for key, want := range exp.Listings {
+						list, scope := l.ListChildren, render.ScopeChildren
+						if want.Op == "descendants" {
+							list, scope = l.ListDescendants, render.ScopeDescendants
+						}
+						rows, err := list(context.Background(), want.ID)
+						if err != nil {
+							t.Fatalf("%s: %v", key, err)
+						}
+						if len(rows) != len(want.Result) {
+							t.Errorf("%s: %d rows, DSH listed %d", key, len(rows), len(want.Result))
+							continue
+						}
+						for i, r := range rows {
+							dshRow, err := jsjson.Compact(want.Result[i])
+							if err != nil {
+								t.Fatal(err)
+							}
+							if got := render.AppendListEntry(nil, r, scope); string(got) != string(dshRow) {
+								t.Errorf("%s row %d:\n got %s\n DSH %s", key, i, got, dshRow)
+							}
+						}
+						if got := render.ListAgentsText(rows, scope); got != want.ListAgents.Text {
+							t.Errorf("%s list_agents:\n got %q\n DSH %q", key, got, want.ListAgents.Text)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// importOracle imports every session of a DSH corpus into a fresh dsh store
+// as it is (ImportSession, torn tails kept) and, when cached, writes each
+// subagent session's checkpoint record as a dsh writer would.
+func importOracle(t *testing.T, open func(context.Context) (dshformat.Source, error), cached bool) *sqlitepersist.Store {
+	t.Helper()
+	ctx := context.Background()
+	src, err := open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	st, err := sqlitepersist.Open(ctx, filepath.Join(t.TempDir(), "dsh.db"), sqlitepersist.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	headers, err := src.Headers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := subagent.NewRegistry()
+	cache := projcache.NewCache(st.Querier(), reg)
+	for _, h := range headers {
+		s, err := src.Read(ctx, h.ID)
+		if err != nil {
+			t.Fatalf("read %s: %v", h.ID, err)
+		}
+		var tail *sqlitepersist.TornTail
+		if s.Torn != nil {
+			tail = &sqlitepersist.TornTail{FromSeq: s.Torn.FromSeq, Reason: s.Torn.Reason, Raw: s.Torn.Raw}
+		}
+		if _, err := st.ImportSession(ctx, s.Header, s.Events, tail); err != nil {
+			t.Fatalf("import %s: %v", h.ID, err)
+		}
+		if !cached || !s.Header.IsSubagent() {
+			continue
+		}
+		f := reg.NewFold()
+		f.Apply(s.Events...)
+		cp, err := f.Checkpoint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cache.Put(ctx, s.Header, f.AsOfSeq(), cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
