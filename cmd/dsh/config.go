@@ -90,8 +90,8 @@ func (c *config) settings(defaultDB string) []setting {
 		{key: "cache.writeIntervalMs", target: msTarget{&c.Cache.WriteInterval, 1}, def: 5000},
 		{key: "maxDepth", target: intTarget{&c.MaxDepth, 0}, def: 2},
 		{key: "coldConcurrency", target: intTarget{&c.ColdConcurrency, 1}, def: 4},
-		{key: "lease.ttlMs", target: msTarget{&c.Lease.TTL, 1}, def: 30000},
-		{key: "lease.heartbeatMs", target: msTarget{&c.Lease.Heartbeat, 1}, def: 10000},
+		{key: "lease.ttlMs", target: msTarget{&c.Lease.TTL, 1}, def: 5000},
+		{key: "lease.heartbeatMs", target: msTarget{&c.Lease.Heartbeat, 1}, def: 1000},
 	}
 }
 
