@@ -122,6 +122,16 @@ var cacheFindingColumns = []render.Column[cacheFindingView]{
 	{Header: "REASON", Value: func(f cacheFindingView) string { return f.Reason }},
 }
 
+func printFindings(p *render.Printer, findings []projcache.Finding) error {
+	l := render.NewList(p, cacheFindingColumns)
+	for _, f := range findings {
+		if err := l.Add(findingView(f)); err != nil {
+			return err
+		}
+	}
+	return l.Close()
+}
+
 // cacheTargets resolves `[ID…|--all]`: the named sessions, or with --all
 // every record (verify) or every session of the store (rebuild).
 func cacheTargets(cmd *cobra.Command, args []string, all bool) ([]string, error) {
@@ -191,13 +201,7 @@ func runCacheVerify(ctx context.Context, a *app, p *render.Printer, ids []string
 	for _, id := range rep.NoRecord {
 		a.warn(fmt.Sprintf("%s: no checkpoint record", id))
 	}
-	l := render.NewList(p, cacheFindingColumns)
-	for _, f := range rep.Findings {
-		if err := l.Add(findingView(f)); err != nil {
-			return err
-		}
-	}
-	if err := l.Close(); err != nil {
+	if err := printFindings(p, rep.Findings); err != nil {
 		return err
 	}
 	if len(rep.Findings) > 0 {
@@ -261,13 +265,7 @@ func runCacheRebuild(ctx context.Context, a *app, p *render.Printer, ids []strin
 	if err != nil {
 		return err
 	}
-	l := render.NewList(p, cacheFindingColumns)
-	for _, f := range append(rep.Removed, rep.UnitFailures...) {
-		if err := l.Add(findingView(f)); err != nil {
-			return err
-		}
-	}
-	if err := l.Close(); err != nil {
+	if err := printFindings(p, append(rep.Removed, rep.UnitFailures...)); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stderr, "dsh: rebuilt %d record(s), removed %d\n", rep.Rewritten, len(rep.Removed))
