@@ -1,0 +1,161 @@
+package transfer
+
+import (
+	"context"
+	"io/fs"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/internal/subagent"
+	"github.com/dsh-project/dsh/scripts/gencorpus"
+)
+
+// diskSize is the bytes a source occupies: a file, or every file under a
+// directory.
+func diskSize(b *testing.B, path string) int64 {
+	b.Helper()
+	var n int64
+	err := filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		n += info.Size()
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// benchmarkImport imports loc into a new database per iteration and
+// reports events/s; MB/s is the source's size on disk per second.
+func benchmarkImport(b *testing.B, loc Location) {
+	ctx := context.Background()
+	b.SetBytes(diskSize(b, loc.Path))
+	events := 0
+	var elapsed time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		st, err := sqlitepersist.Open(ctx, filepath.Join(b.TempDir(), "dsh.db"), sqlitepersist.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		src, err := loc.Open(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		sum, err := Import(ctx, st, src, ImportOptions{})
+		elapsed += time.Since(start)
+		b.StopTimer()
+		if err != nil || sum.Failed() {
+			b.Fatalf("import: %+v, %v", sum, err)
+		}
+		events += sum.Events
+		src.Close()
+		st.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(events)/elapsed.Seconds(), "events/s")
+}
+
+// Import throughput of the j-medium oracle corpus (45 sessions, 12,022
+// events, long streamed replies) from DSH's zstd JSONL and its schema-17
+// SQLite store.
+func BenchmarkImport(b *testing.B) {
+	dir := fixtureDir(b, "dsh-oracle/j-medium")
+	b.Run("jsonl-zstd", func(b *testing.B) { benchmarkImport(b, Location{KindJSONL, filepath.Join(dir, "jsonl")}) })
+	b.Run("dsh-sqlite", func(b *testing.B) { benchmarkImport(b, Location{KindDSHSQLite, filepath.Join(dir, "sessions.db")}) })
+}
+
+// benchChildren is the size of the listing benchmark's corpus.
+const benchChildren = 2000
+
+// BenchmarkList2000 lists the children of one parent with 2,000 subagent
+// children of every kind (gencorpus's mix, 50–150 events each), written as
+// DSH zstd JSONL files by Export: directly with --source jsonl:DIR (every
+// header read to enumerate, every child's log read and validated), and from
+// a dsh database after importing the files (children served from the
+// checkpoints the import wrote). Each iteration opens its source, as a dsh
+// list process does.
+func BenchmarkList2000(b *testing.B) {
+	ctx := context.Background()
+	tmp := b.TempDir()
+	gen, err := sqlitepersist.Open(ctx, filepath.Join(tmp, "gen.db"), sqlitepersist.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec := gencorpus.Spec{Children: benchChildren, Sessions: benchChildren + 1, MinEvents: 50, MaxEvents: 150, Seed: 7}
+	if _, err := gencorpus.Generate(ctx, gen, spec); err != nil {
+		b.Fatal(err)
+	}
+	ids, err := All(ctx, gen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	corpus := filepath.Join(tmp, "jsonl")
+	exported, err := Export(ctx, gen, corpus, ids, ExportOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gen.Close()
+	for _, e := range exported {
+		if e.Err != nil {
+			b.Fatalf("export %s: %v", e.ID, e.Err)
+		}
+	}
+	dbPath := filepath.Join(tmp, "imported.db")
+	st, err := sqlitepersist.Open(ctx, dbPath, sqlitepersist.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	src, err := Location{KindJSONL, corpus}.Open(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if sum, err := Import(ctx, st, src, ImportOptions{}); err != nil || sum.Imported != benchChildren+1 {
+		b.Fatalf("import: %+v, %v", sum, err)
+	}
+	st.Close()
+	src.Close()
+
+	check := func(b *testing.B, rows []subagent.Row, err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(rows) != benchChildren {
+			b.Fatalf("%d rows, want %d", len(rows), benchChildren)
+		}
+	}
+	b.Run("source-jsonl", func(b *testing.B) {
+		for b.Loop() {
+			src, err := Location{KindJSONL, corpus}.Open(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			headers, err := src.Headers(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows, err := subagent.NewForeignLister(headers, src, nil, 0).ListChildren(ctx, gencorpus.DefaultParent)
+			check(b, rows, err)
+			src.Close()
+		}
+	})
+	b.Run("imported", func(b *testing.B) {
+		for b.Loop() {
+			st, err := sqlitepersist.OpenReadOnly(ctx, dbPath, sqlitepersist.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows, err := subagent.NewStoreLister(st, nil, 0).ListChildren(ctx, gencorpus.DefaultParent)
+			check(b, rows, err)
+			st.Close()
+		}
+	})
+}
