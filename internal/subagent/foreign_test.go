@@ -1,0 +1,285 @@
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dsh-project/dsh/internal/dshformat"
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// foreignCorpus is a DSH JSONL corpus written in a test directory.
+type foreignCorpus struct {
+	t   *testing.T
+	dir string
+}
+
+func newForeignCorpus(t *testing.T) *foreignCorpus {
+	fc := &foreignCorpus{t: t, dir: t.TempDir()}
+	fc.write(session.Header{ID: "parent", CreatedAt: 1, Cwd: strp("/work")})
+	return fc
+}
+
+// write stores a session as DSH's JSONL persistence writes it and returns
+// the file.
+func (fc *foreignCorpus) write(h session.Header, events ...session.Event) string {
+	fc.t.Helper()
+	path, err := dshformat.WriteJSONL(context.Background(), fc.dir, h, events, dshformat.WriteOptions{Compression: dshformat.CompressionNone})
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	return path
+}
+
+// child writes a subagent child of parent whose log is one continuable
+// descriptor with label, and returns its file.
+func (fc *foreignCorpus) child(id string, createdAt int64, label string, opts ...headerOpt) string {
+	fc.t.Helper()
+	h := childHeader(id, "parent", createdAt)
+	for _, o := range opts {
+		o(&h)
+	}
+	return fc.write(h, descriptorEvent(0, fmt.Sprintf(`{"version":2,"mode":"continuable","provider":"spawn","label":%q}`, label)))
+}
+
+// lister opens the corpus and returns a foreign lister whose cold reads
+// are counted, with cache (a projection cache file) as rung 2.
+func (fc *foreignCorpus) lister(cache *dshformat.ProjcacheFile) (*Lister, *observedReader) {
+	fc.t.Helper()
+	src, err := dshformat.OpenJSONL(context.Background(), fc.dir)
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	fc.t.Cleanup(func() { src.Close() })
+	headers, err := src.Headers(context.Background())
+	if err != nil {
+		fc.t.Fatal(err)
+	}
+	l := NewForeignLister(headers, src, cache, 1)
+	reads := &observedReader{ColdReader: l.Cold, counts: map[string]int{}}
+	l.Cold = reads
+	return l, reads
+}
+
+// projcacheFile writes DSH's projection cache file with the given records
+// (session id → record JSON) and reads it back.
+func projcacheFile(t *testing.T, records map[string]string) *dshformat.ProjcacheFile {
+	t.Helper()
+	var sessions []string
+	for id, rec := range records {
+		sessions = append(sessions, fmt.Sprintf("%q: %s", id, rec))
+	}
+	doc := `{"unit": {"name": "session_projcache", "version": 3}, "global": null, "tables": {"sessions": {` + strings.Join(sessions, ",") + `}}}` + "\n"
+	path := filepath.Join(t.TempDir(), "session_projcache.json")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := dshformat.ReadProjcacheFile(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// cachedRecord is a record whose subagent row says the child is
+// continuable with label "from cache".
+func cachedRecord(identity string, ver int) string {
+	return fmt.Sprintf(`{"identity": %s, "rows": {"subagent": {"ver": %d, "seq": 0, "val": {"identity": {"mode": "continuable", "label": "from cache", "seq": 0}}}}}`, identity, ver)
+}
+
+// DSH's projection cache file serves rung 2 only under DSH's rules: a record
+// whose identity (createdAt, cwd) matches the header and whose subagent row
+// has the unit's state version and a valid view, for an unseeded child. Any
+// other record is a miss — the child's log is read — never a verdict.
+func TestForeignListerProjcacheRung2(t *testing.T) {
+	fc := newForeignCorpus(t)
+	fc.child("a-hit", 2, "from log")
+	fc.child("b-created", 3, "from log")
+	fc.child("c-cwd", 4, "from log")
+	fc.child("d-version", 5, "from log")
+	fc.child("e-seeded", 6, "from log", seeded(0))
+	fc.child("f-bad-view", 7, "from log")
+	fc.child("g-no-identity", 8, "from log")
+	fc.child("h-other-cwd", 9, "from log")
+	cache := projcacheFile(t, map[string]string{
+		"a-hit":     cachedRecord(`{"createdAt": 2, "cwd": "/work"}`, UnitStateVersion),
+		"b-created": cachedRecord(`{"createdAt": 99, "cwd": "/work"}`, UnitStateVersion),
+		"c-cwd":     cachedRecord(`{"createdAt": 4}`, UnitStateVersion),
+		"d-version": cachedRecord(`{"createdAt": 5, "cwd": "/work"}`, UnitStateVersion-1),
+		"e-seeded":  cachedRecord(`{"createdAt": 6, "cwd": "/work"}`, UnitStateVersion),
+		"f-bad-view": `{"identity": {"createdAt": 7, "cwd": "/work"}, "rows": {"subagent": {"ver": 2, "seq": 0,
+			"val": {"identity": {"mode": "sideways", "seq": 0}}}}}`,
+		"g-no-identity": `{"identity": {"createdAt": 8, "cwd": "/work"}, "rows": {"subagent": {"ver": 2, "seq": 0, "val": {}}}}`,
+		"h-other-cwd":   cachedRecord(`{"createdAt": 9, "cwd": "/elsewhere"}`, UnitStateVersion),
+	})
+	l, reads := fc.lister(cache)
+	rows, err := l.ListChildren(context.Background(), "parent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 8 {
+		t.Fatalf("rows %+v", rows)
+	}
+	for _, r := range rows {
+		wantLabel, wantReads := "from log", 1
+		if r.ID == "a-hit" {
+			wantLabel, wantReads = "from cache", 0
+		}
+		if r.Kind != KindChild || r.Label == nil || *r.Label != wantLabel || r.Activity != ActivityInactive {
+			t.Errorf("%s: row %+v, want a child labelled %q", r.ID, r, wantLabel)
+		}
+		if got := reads.count(r.ID); got != wantReads {
+			t.Errorf("%s: %d log reads, want %d", r.ID, got, wantReads)
+		}
+	}
+}
+
+// A foreign cold read fails exactly when DSH's inspect would: a log that
+// fails validation, a later format version and committed damage make the
+// row unavailable; a torn tail is cut off and the child lists.
+func TestForeignColdReadVerdicts(t *testing.T) {
+	ctx := context.Background()
+	fc := newForeignCorpus(t)
+	fc.child("a-ok", 2, "fine")
+	appendTo(t, fc.child("b-torn", 3, "torn"), `{"type":"turn/start","seq":1,"time":1,"da`)
+	invalid := childHeader("c-invalid", "parent", 4)
+	fc.write(invalid, descriptorEvent(0, `{"version":2,"mode":"continuable","provider":"spawn","label":"x"}`),
+		session.Event{Type: "no/such-type", Seq: 1, Time: 1, Data: json.RawMessage(`{}`)})
+	later := filepath.Join(fc.dir, "later", "session.jsonl")
+	if err := os.MkdirAll(filepath.Dir(later), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	line := strings.Replace(string(childHeader("d-later", "parent", 5).MarshalJSONL()), `"version":0`, `"version":3`, 1)
+	if err := os.WriteFile(later, []byte(line+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	l, _ := fc.lister(nil)
+	rows, err := l.ListChildren(ctx, "parent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range rows {
+		got[r.ID] = string(r.Kind) + ":" + string(r.Reason)
+	}
+	want := map[string]string{"a-ok": "child:", "b-torn": "child:", "c-invalid": "diagnostic:unavailable", "d-later": "diagnostic:unavailable"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+
+	_, _, err = l.Cold.ColdRead(ctx, "c-invalid", nil)
+	var ve *session.ValidationError
+	if !errors.As(err, &ve) || ve.Seq != 1 {
+		t.Errorf("c-invalid: %v, want a validation error at seq 1", err)
+	}
+	_, _, err = l.Cold.ColdRead(ctx, "d-later", nil)
+	var refusal *dshformat.UnsupportedVersionError
+	if !errors.As(err, &refusal) || !strings.Contains(err.Error(), "unsupported DSH session format version 3") {
+		t.Errorf("d-later: %v, want DSH's format refusal", err)
+	}
+	h, events, err := l.Cold.ColdRead(ctx, "b-torn", []string{session.TypeDescriptor})
+	if err != nil || h.ID != "b-torn" || len(events) != 1 || events[0].Type != session.TypeDescriptor {
+		t.Errorf("b-torn: %v %v %v", h, events, err)
+	}
+}
+
+func appendTo(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// oracleDir is one of DSH's oracle corpora, read in place.
+func oracleDir(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join("../../../shared/fixtures/dsh-oracle", name)
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("DSH fixtures not available at %s: %v", dir, err)
+	}
+	return dir
+}
+
+// Over DSH's own corpora read in place, the rows are DSH's, and the logs
+// read are the ones DSH read: every cold child without the cache file, and
+// with it only those whose record cannot serve (these corpora have no
+// seeded child, so the later revision reads the same).
+func TestForeignListerOracleReads(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"a-continuable-and-oneshot", "g-nested-descendants"} {
+		dir := oracleDir(t, name)
+		raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var exp struct {
+			Listings map[string]struct {
+				Op          string         `json:"op"`
+				ID          string         `json:"id"`
+				Inspections map[string]int `json:"inspections"`
+				Result      []struct {
+					Kind  string  `json:"kind"`
+					ID    string  `json:"id"`
+					Label *string `json:"label"`
+				} `json:"result"`
+			} `json:"listings"`
+		}
+		if err := json.Unmarshal(raw, &exp); err != nil {
+			t.Fatal(err)
+		}
+		cache, err := dshformat.ReadProjcacheFile(ctx, filepath.Join(dir, "projcache", "session_projcache.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for variant, file := range map[string]*dshformat.ProjcacheFile{"jsonl": nil, "jsonl+cache": cache} {
+			for key, want := range exp.Listings {
+				fc := &foreignCorpus{t: t, dir: filepath.Join(dir, "jsonl")}
+				l, reads := fc.lister(file)
+				var rows []Row
+				if want.Op == "descendants" {
+					rows, err = l.ListDescendants(ctx, want.ID)
+				} else {
+					rows, err = l.ListChildren(ctx, want.ID)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rows) != len(want.Result) {
+					t.Fatalf("%s %s %s: %d rows, want %d", name, variant, key, len(rows), len(want.Result))
+				}
+				for i, r := range rows {
+					w := want.Result[i]
+					if string(r.Kind) != w.Kind || r.ID != w.ID || fmt.Sprint(deref(r.Label)) != fmt.Sprint(deref(w.Label)) {
+						t.Errorf("%s %s %s row %d: %+v, want %+v", name, variant, key, i, r, w)
+					}
+				}
+				total := 0
+				for _, r := range rows {
+					total += reads.count(r.ID)
+				}
+				if total != want.Inspections[variant] {
+					t.Errorf("%s %s %s: %d log reads, DSH made %d", name, variant, key, total, want.Inspections[variant])
+				}
+			}
+		}
+	}
+}
+
+func deref(s *string) any {
+	if s == nil {
+		return nil
+	}
+	return *s
+}
