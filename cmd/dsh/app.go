@@ -31,6 +31,8 @@ var commands = []func(*app) *cobra.Command{
 	newDevCmd,
 	newStartCmd,
 	newResumeCmd,
+	newImportCmd,
+	newExportCmd,
 }
 
 // app is what every command runs with: the process's streams and the

@@ -78,6 +78,7 @@ it, --quiet silences it and the closing summary line).
 	f.BoolVar(&opts.noStrict, "no-strict", false, "report an unknown id or parent as an UNKNOWN_SESSION finding instead of failing")
 	f.BoolVar(&opts.progress.force, "progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	f.BoolVar(&opts.progress.quiet, "quiet", false, "no progress bar and no summary line on stderr")
+	src := addSourceFlags(cmd)
 	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts.ids = args
@@ -89,7 +90,7 @@ it, --quiet silences it and the closing summary line).
 		if err != nil {
 			return err
 		}
-		return runDiagnose(cmd.Context(), a, p, opts, sel, failOn)
+		return src.runDiagnose(cmd.Context(), a, p, opts, sel, failOn)
 	}
 	return cmd
 }

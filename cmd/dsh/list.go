@@ -65,6 +65,7 @@ once the whole listing has been read.
 	cmd.Flags().IntVar(&opts.coldConcurrency, "cold-concurrency", 0, "how many child logs to read at once (default: config coldConcurrency, 4)")
 	cmd.Flags().BoolVar(&opts.strict, "strict", false, "fail with NOT_FOUND (exit 2) when the parent session does not exist")
 	opts.expect.addFlags(cmd)
+	src := addSourceFlags(cmd)
 	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL, render.Agents)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := opts.expect.prepare(cmd); err != nil {
@@ -95,7 +96,7 @@ once the whole listing has been read.
 		if err != nil {
 			return err
 		}
-		return cancelledListing(cmd.Context(), runList(cmd.Context(), a, p, opts, scope))
+		return cancelledListing(cmd.Context(), src.runList(cmd.Context(), a, p, opts, scope))
 	}
 	return cmd
 }

@@ -30,9 +30,10 @@ Read-only.
 ` + exitStatusHelp(exitLine{exitStore, "the log fails validation (INVALID_LOG) or is in a format this build does not read"}),
 		Example: "  dsh session events my-session\n  dsh session events my-session --from 10 --type turn/end --type user/message",
 		Args:    exactArgs("ID"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSessionEvents(cmd.Context(), a, args[0], opts)
-		},
+	}
+	src := addSourceFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return src.runSessionEvents(cmd.Context(), a, args[0], opts)
 	}
 	cmd.Flags().Int64Var(&opts.from, "from", 0, "print events with seq >= `SEQ`")
 	cmd.Flags().StringArrayVar(&opts.types, "type", nil, "print only events of type `T` (repeatable)")

@@ -62,13 +62,14 @@ tail or a log that fails validation is reported, not repaired. Read-only.
 		Example: "  dsh session show 33333333-3333-4333-8333-333333333333\n  dsh session show my-session -o json",
 		Args:    exactArgs("ID"),
 	}
+	src := addSourceFlags(cmd)
 	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		p, err := out.printer(a, cmd)
 		if err != nil {
 			return err
 		}
-		v, err := showSession(cmd.Context(), a, args[0])
+		v, err := src.showSession(cmd.Context(), a, args[0])
 		if err != nil {
 			return err
 		}

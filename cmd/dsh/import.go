@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/internal/transfer"
+)
+
+type importOptions struct {
+	dryRun   bool
+	progress progressMode
+}
+
+func newImportCmd(a *app) *cobra.Command {
+	var opts importOptions
+	cmd := &cobra.Command{
+		Use:   "import jsonl:PATH|dsh-sqlite:PATH",
+		Short: "Copy a DSH corpus into the database, exactly as found",
+		Long: `Copy every session of a DSH corpus into the database: jsonl:PATH reads DSH's
+JSONL session files (a file, or a directory searched recursively: DSH's
+<project>/<id>/session.jsonl[.zstd] layout and loose *.jsonl files);
+dsh-sqlite:PATH reads DSH's schema-17 SQLite store. The source is only read.
+
+Sessions are copied faithfully: a log that fails DSH's validation, a torn
+tail and an interrupted turn are kept exactly as found, so each session lists
+and diagnoses the same after the import as in the source. Each session is
+written in its own transaction, with the projection checkpoint of its log
+when the log reads and folds. Importing again is safe: a session already in
+the database with the same lifecycle is skipped; one whose lifecycle differs
+is a conflict and is never overwritten. A session the source cannot read
+(damaged data, a later DSH format version) is unreadable and not imported.
+
+Prints one row per session: its outcome (imported, skipped, conflict,
+unreadable), events and details. A summary line goes to stderr; --dry-run
+reads and judges everything and writes nothing. A progress bar is drawn on
+stderr when it is a terminal (--progress forces it, --quiet silences it and
+the summary line).
+
+Output formats:
+  table  SESSION, OUTCOME, EVENTS, DETAIL (tab-separated off a terminal)
+  json   one document {"summary":{…},"sessions":[…]}
+  jsonl  one session object per line, then one {"summary":{…}} line
+
+` + exitStatusHelp(
+			exitLine{exitFound, "some session was unreadable or conflicting (the others were imported)"},
+			exitLine{exitStore, "the source or the database could not be read or written; a source in a format dsh does not read (UNSUPPORTED_FORMAT)"},
+		),
+		Example: `  dsh import jsonl:$HOME/.dsh/sessions
+  dsh import dsh-sqlite:$HOME/.dsh/sessions.db --dry-run
+  dsh import jsonl:./corpus -o json | jq '.sessions[] | select(.outcome != "imported")'`,
+		Args: exactArgs("SOURCE"),
+	}
+	f := cmd.Flags()
+	f.BoolVar(&opts.dryRun, "dry-run", false, "read and judge every session, write nothing")
+	f.BoolVar(&opts.progress.force, "progress", false, "draw a progress bar on stderr even when it is not a terminal")
+	f.BoolVar(&opts.progress.quiet, "quiet", false, "no progress bar, and no summary line unless something failed")
+	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if opts.progress.force && opts.progress.quiet {
+			return dsherr.New(dsherr.Usage, "dsh import: --progress and --quiet contradict each other")
+		}
+		loc, err := transfer.ParseLocation(args[0])
+		if err != nil {
+			return err
+		}
+		p, err := out.printer(a, cmd)
+		if err != nil {
+			return err
+		}
+		return runImport(cmd.Context(), a, p, loc, opts)
+	}
+	return cmd
+}
+
+func runImport(ctx context.Context, a *app, p *render.Printer, loc transfer.Location, opts importOptions) (err error) {
+	src, err := loc.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := src.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close %s: %w", loc, cerr)
+		}
+	}()
+	var st *sqlitepersist.Store
+	if opts.dryRun {
+		st, err = a.openStoreReadOnly(ctx)
+		if errors.Is(err, sqlitepersist.ErrNoDatabase) {
+			st, err = nil, nil // nothing imported yet: every readable session would be
+		}
+	} else {
+		st, err = a.openStore(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		defer closeStore(st, &err)
+	}
+	var step func(int)
+	finish := func() {}
+	sum, err := transfer.Import(ctx, st, src, transfer.ImportOptions{
+		DryRun: opts.dryRun,
+		Progress: func(done, total int) {
+			if step == nil {
+				step, finish = a.progress(opts.progress, "import", total)
+			}
+			step(done)
+		},
+	})
+	finish()
+	if err != nil {
+		return err
+	}
+	if err := printImport(p, sum); err != nil {
+		return err
+	}
+	line := importSummaryLine(sum)
+	if sum.Failed() {
+		return failedCheck("%s", line)
+	}
+	if !opts.progress.quiet {
+		fmt.Fprintf(a.stderr, "dsh: %s\n", line)
+	}
+	return nil
+}
+
+// importSessionView is one session of `dsh import` output.
+type importSessionView struct {
+	ID              *string       `json:"id"` // null when the source could not read one
+	Location        string        `json:"location,omitempty"`
+	Outcome         string        `json:"outcome"`
+	Events          int           `json:"events"`
+	Reason          string        `json:"reason,omitempty"`
+	TornTail        *tornTailView `json:"tornTail,omitempty"`
+	Invalid         string        `json:"invalid,omitempty"`
+	InterruptedTurn bool          `json:"interruptedTurn,omitempty"`
+	Checkpoint      bool          `json:"checkpoint"`
+}
+
+type importSummaryView struct {
+	DryRun     bool `json:"dryRun"`
+	Imported   int  `json:"imported"`
+	Skipped    int  `json:"skipped"`
+	Conflicts  int  `json:"conflicts"`
+	Unreadable int  `json:"unreadable"`
+	Events     int  `json:"events"`
+}
+
+func newImportSessionView(r transfer.Result) importSessionView {
+	v := importSessionView{Location: r.Location, Outcome: string(r.Outcome), Events: r.Events, Reason: r.Reason,
+		Invalid: r.Invalid, InterruptedTurn: r.Interrupted, Checkpoint: r.Checkpointed}
+	if r.ID != "" {
+		id := r.ID
+		v.ID = &id
+	}
+	if r.Torn != nil {
+		v.TornTail = &tornTailView{FromSeq: r.Torn.FromSeq, Reason: r.Torn.Reason}
+	}
+	return v
+}
+
+// detail is the human DETAIL cell: why a session was not imported, or what
+// an imported one was kept with.
+func (v importSessionView) detail() string {
+	if v.Reason != "" {
+		return v.Reason
+	}
+	var notes []string
+	if v.TornTail != nil {
+		notes = append(notes, fmt.Sprintf("torn tail from seq %d kept (%s)", v.TornTail.FromSeq, v.TornTail.Reason))
+	}
+	if v.Invalid != "" {
+		notes = append(notes, "fails validation, kept as found: "+v.Invalid)
+	}
+	if v.InterruptedTurn {
+		notes = append(notes, "interrupted turn kept")
+	}
+	return strings.Join(notes, "; ")
+}
+
+var importColumns = []render.Column[importSessionView]{
+	{Header: "SESSION", Value: func(v importSessionView) string {
+		if v.ID == nil {
+			return v.Location
+		}
+		return *v.ID
+	}},
+	{Header: "OUTCOME", Value: func(v importSessionView) string { return v.Outcome }},
+	{Header: "EVENTS", Value: func(v importSessionView) string { return itoa(v.Events) }},
+	{Header: "DETAIL", Value: importSessionView.detail},
+}
+
+func printImport(p *render.Printer, sum transfer.Summary) error {
+	summary := importSummaryView{DryRun: sum.DryRun, Imported: sum.Imported, Skipped: sum.Skipped,
+		Conflicts: sum.Conflicts, Unreadable: sum.Unreadable, Events: sum.Events}
+	views := make([]importSessionView, len(sum.Results))
+	for i, r := range sum.Results {
+		views[i] = newImportSessionView(r)
+	}
+	switch p.Format() {
+	case render.JSON:
+		return p.JSON(struct {
+			Summary  importSummaryView   `json:"summary"`
+			Sessions []importSessionView `json:"sessions"`
+		}{summary, views})
+	case render.JSONL:
+		for _, v := range views {
+			if err := p.JSON(v); err != nil {
+				return err
+			}
+		}
+		return p.JSON(struct {
+			Summary importSummaryView `json:"summary"`
+		}{summary})
+	}
+	l := render.NewList(p, importColumns)
+	for _, v := range views {
+		if err := l.Add(v); err != nil {
+			return err
+		}
+	}
+	return l.Close()
+}
+
+// importSummaryLine is the import in one line.
+func importSummaryLine(sum transfer.Summary) string {
+	verb := "imported"
+	if sum.DryRun {
+		verb = "would import"
+	}
+	return fmt.Sprintf("%s %d session(s) (%d events), skipped %d, %d conflict(s), %d unreadable",
+		verb, sum.Imported, sum.Events, sum.Skipped, sum.Conflicts, sum.Unreadable)
+}
