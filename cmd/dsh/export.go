@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -181,12 +182,16 @@ func exportSelection(ctx context.Context, st *sqlitepersist.Store, opts exportOp
 		}
 		return transfer.Tree(ctx, st, opts.parent, opts.scope == "descendants")
 	}
+	var ids []string
 	for _, id := range opts.ids {
 		if _, err := st.Header(ctx, id); err != nil {
 			return nil, lookupError(id, err)
 		}
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id) // a repeated id is exported once
+		}
 	}
-	return opts.ids, nil
+	return ids, nil
 }
 
 // exportedView is one written session of `dsh export` output.

@@ -116,7 +116,7 @@ func (fc *foreignCorpus) has(id string) bool {
 func (fc *foreignCorpus) read(ctx context.Context, id string) (s *dshformat.Session, events []session.Event, invalid error, err error) {
 	s, err = fc.src.Read(ctx, id)
 	if errors.Is(err, dshformat.ErrNotFound) {
-		return nil, nil, nil, dsherr.Wrap(dsherr.NotFound, err, "no session with id %q in %s", id, fc.loc)
+		return nil, nil, nil, &dsherr.Error{Code: dsherr.NotFound, Msg: fmt.Sprintf("no session with id %q in %s", id, fc.loc), Err: err}
 	}
 	if err != nil {
 		return nil, nil, nil, transfer.SourceError(fc.loc.String(), err)
