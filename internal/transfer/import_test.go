@@ -387,3 +387,46 @@ func TestParseLocation(t *testing.T) {
 		}
 	}
 }
+
+// SeedCheckpoints keeps the records of DSH's projection cache file that
+// match their sessions' identity, as checkpoints a dsh listing then serves
+// (possibly stale: the cache says so, not the log); others are left out.
+func TestSeedCheckpoints(t *testing.T) {
+	ctx := context.Background()
+	tmpl := template(t)
+	in := t.TempDir()
+	writePlain(t, in, childHeader(tmpl, "a", "p", 1), tmpl.Events)
+	writePlain(t, in, childHeader(tmpl, "b", "p", 2), tmpl.Events)
+	st := openStore(t)
+	if _, err := Import(ctx, st, openSource(t, Location{KindJSONL, in}), ImportOptions{NoCheckpoints: true}); err != nil {
+		t.Fatal(err)
+	}
+	row := `{"subagent": {"ver": 2, "seq": 5, "val": {"identity": {"mode": "continuable", "label": "cached", "seq": 0}}}, "other": {"ver": 1, "seq": 9, "val": [1]}}`
+	doc := fmt.Sprintf(`{"unit": {"name": "session_projcache", "version": 3}, "tables": {"sessions": {
+		"a": {"identity": {"createdAt": 1, "cwd": %q}, "rows": %s},
+		"b": {"identity": {"createdAt": 99, "cwd": %q}, "rows": %s},
+		"gone": {"identity": {"createdAt": 1}, "rows": %s}}}}`, *tmpl.Header.Cwd, row, *tmpl.Header.Cwd, row, row)
+	path := filepath.Join(t.TempDir(), "session_projcache.json")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file, err := dshformat.ReadProjcacheFile(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := SeedCheckpoints(ctx, st, file)
+	if err != nil || n != 1 {
+		t.Fatalf("seeded %d, %v; want 1", n, err)
+	}
+	var asOf int64
+	if err := st.Querier().QueryRowContext(ctx, "SELECT as_of_seq FROM projection_checkpoints WHERE session_id = 'a'").Scan(&asOf); err != nil || asOf != 9 {
+		t.Fatalf("watermark %d, %v; want the highest row seq, 9", asOf, err)
+	}
+	rows, err := subagent.NewStoreLister(st, nil, 0).ListChildren(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || *rows[0].Label != "cached" || *rows[1].Label != "summarize the doc" {
+		t.Fatalf("rows %s", listingJSON(rows))
+	}
+}
