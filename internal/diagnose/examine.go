@@ -339,23 +339,20 @@ func isAre(n int) string {
 }
 
 // checkCache compares the session's projection checkpoint with its header
-// and, when the log reads, with a fold of the log.
+// and, when the log reads, with a fold of the log (Verify judges the
+// header too, so a readable log costs one lookup of the record).
 func (a *auditor) checkCache(ctx context.Context, s *sessionAudit, log *sqlitepersist.AuditRead, res *subagent.Resolution) error {
-	look, err := a.cache.Lookup(ctx, log.Header)
-	if err != nil {
-		return err
-	}
-	switch look.Status {
-	case projcache.Miss:
-		return nil
-	case projcache.Foreign:
-		s.add(CacheForeign, nil, "the projection checkpoint belongs to another lifecycle of this id (%s): readers ignore it; dsh cache rebuild replaces it", look.Reason)
-		return nil
-	case projcache.Poisoned:
-		s.add(CachePoisoned, nil, "the projection checkpoint does not decode (%s): readers ignore it; dsh cache rebuild replaces it", look.Reason)
-		return nil
-	}
 	if log.ReadErr != nil {
+		look, err := a.cache.Lookup(ctx, log.Header)
+		if err != nil {
+			return err
+		}
+		switch look.Status {
+		case projcache.Foreign:
+			reportForeign(s, look.Reason)
+		case projcache.Poisoned:
+			reportPoisoned(s, look.Reason)
+		}
 		return nil
 	}
 	read := func(context.Context, string) (session.Header, []session.Event, error) {
@@ -371,11 +368,23 @@ func (a *auditor) checkCache(ctx context.Context, s *sessionAudit, log *sqlitepe
 	}
 	for _, f := range rep.Findings {
 		switch f.Kind {
+		case projcache.KindForeign:
+			reportForeign(s, f.Reason)
+		case projcache.KindPoisoned:
+			reportPoisoned(s, f.Reason)
 		case projcache.KindMismatch, projcache.KindAhead, projcache.KindUnitFailed:
 			s.add(CacheStale, nil, "the projection checkpoint disagrees with a fold of the log (unit %q: %s)%s", f.Key, f.Reason, served)
 		}
 	}
 	return nil
+}
+
+func reportForeign(s *sessionAudit, reason string) {
+	s.add(CacheForeign, nil, "the projection checkpoint belongs to another lifecycle of this id (%s): readers ignore it; dsh cache rebuild replaces it", reason)
+}
+
+func reportPoisoned(s *sessionAudit, reason string) {
+	s.add(CachePoisoned, nil, "the projection checkpoint does not decode (%s): readers ignore it; dsh cache rebuild replaces it", reason)
 }
 
 // checkResumable runs resume's own refusal checks on a child the catalog
