@@ -49,7 +49,8 @@ type Spec struct {
 	// paths (verified = 0, what the store's triggers do after any foreign
 	// edit): a cold read of such a child then validates its whole log.
 	Unverified bool
-	// Batch is the number of sessions per write transaction.
+	// Batch is the most sessions one write transaction holds; a
+	// transaction also ends once it holds batchEvents events.
 	Batch int
 	// Progress, when set, is called after each transaction with the
 	// sessions written so far.
@@ -63,7 +64,10 @@ const (
 	DefaultSessions  = 200_000
 	DefaultMinEvents = 50
 	DefaultMaxEvents = 500
-	defaultBatch     = 250
+	defaultBatch     = 2000
+	// batchEvents bounds the events held in memory and written per
+	// transaction.
+	batchEvents = 50_000
 )
 
 func (s Spec) withDefaults() Spec {
@@ -202,7 +206,9 @@ type generator struct {
 	reg        *projcache.Registry
 	forkPrefix []session.Event
 	pending    []planned
-	res        Result
+	// pendingEvents counts the events in pending.
+	pendingEvents int
+	res           Result
 	// fillerParent is the current unrelated root that fillers attach to.
 	fillerParent string
 }
@@ -218,7 +224,8 @@ type planned struct {
 
 func (g *generator) add(ctx context.Context, p planned) error {
 	g.pending = append(g.pending, p)
-	if len(g.pending) >= g.spec.Batch {
+	g.pendingEvents += len(p.events)
+	if len(g.pending) >= g.spec.Batch || g.pendingEvents >= batchEvents {
 		return g.flush(ctx)
 	}
 	return nil
@@ -252,7 +259,7 @@ func (g *generator) flush(ctx context.Context) error {
 		}
 	}
 	g.res.Events += written
-	g.pending = g.pending[:0]
+	g.pending, g.pendingEvents = g.pending[:0], 0
 	if g.spec.Progress != nil {
 		g.spec.Progress(g.res.Sessions, g.spec.Sessions)
 	}
