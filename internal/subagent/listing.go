@@ -16,6 +16,19 @@ import (
 // DefaultColdConcurrency is DSH's COLD_READ_CONCURRENCY.
 const DefaultColdConcurrency = 4
 
+// BatchColdReader is a ColdReader that can serve many cold reads at once.
+// Ids it leaves out of the result are read one at a time with ColdRead; for
+// the ids it returns, ColdRead would return the same header and events.
+type BatchColdReader interface {
+	ColdReadMany(ctx context.Context, ids []string, types []string) (map[string]ColdLog, error)
+}
+
+// ColdLog is one cold read: the stored header and the requested events.
+type ColdLog struct {
+	Header session.Header
+	Events []session.Event
+}
+
 // ColdReader reads a cold child's stored header and the events of the given
 // types (nil = every event) from its valid stored prefix. It must fail exactly when a full read
 // of the log would fail (unreadable, damaged, or failing DSH's validation);
@@ -244,6 +257,10 @@ func (l *Lister) resolveFromCache(ctx context.Context, recs []corpus.Record, col
 // each result lands at its candidate's index, so order never depends on
 // timing.
 func (l *Lister) readCold(ctx context.Context, recs []corpus.Record, pending []int, out []Resolution) error {
+	pending, err := l.readColdBatch(ctx, recs, pending, out)
+	if err != nil {
+		return err
+	}
 	if len(pending) == 0 {
 		return nil
 	}
@@ -290,34 +307,82 @@ func (l *Lister) readOne(ctx context.Context, rec corpus.Record) (Resolution, er
 	if err := checkCancelled(ctx); err != nil {
 		return Resolution{}, err
 	}
-	types, typed := l.Units.EventTypes()
-	if !typed {
-		types = nil
-	}
-	stored, events, err := l.Cold.ColdRead(ctx, rec.Header.ID, types)
+	stored, events, err := l.Cold.ColdRead(ctx, rec.Header.ID, l.foldTypes())
 	if cerr := checkCancelled(ctx); cerr != nil {
 		return Resolution{}, cerr
 	}
 	if err != nil {
 		return Resolution{Row: diagnostic(ReasonUnavailable), Rung: RungRead, Cause: err}, nil
 	}
+	return l.resolveRead(rec, stored, events), nil
+}
+
+// foldTypes is the event types the registered units read, nil when some
+// unit reads every event.
+func (l *Lister) foldTypes() []string {
+	types, typed := l.Units.EventTypes()
+	if !typed {
+		return nil
+	}
+	return types
+}
+
+// readColdBatch serves as many pending candidates as the cold reader can
+// read in one go (a BatchColdReader: for dsh's store, every log recorded as
+// verified) and returns the candidates still to be read one at a time. A
+// batch that fails is no verdict: its candidates are read one at a time.
+func (l *Lister) readColdBatch(ctx context.Context, recs []corpus.Record, pending []int, out []Resolution) ([]int, error) {
+	batch, ok := l.Cold.(BatchColdReader)
+	types := l.foldTypes()
+	if !ok || len(pending) < 2 || types == nil {
+		return pending, nil
+	}
+	if err := checkCancelled(ctx); err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(pending))
+	for k, i := range pending {
+		ids[k] = recs[i].Header.ID
+	}
+	logs, err := batch.ColdReadMany(ctx, ids, types)
+	if cerr := checkCancelled(ctx); cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		return pending, nil
+	}
+	var rest []int
+	for _, i := range pending {
+		log, found := logs[recs[i].Header.ID]
+		if !found {
+			rest = append(rest, i)
+			continue
+		}
+		out[i] = l.resolveRead(recs[i], log.Header, log.Events)
+	}
+	return rest, nil
+}
+
+// resolveRead maps a successful cold read to its row: the lifecycle witness,
+// the fold of every registered unit, the identity and the own-suffix check.
+func (l *Lister) resolveRead(rec corpus.Record, stored session.Header, events []session.Event) Resolution {
 	if stored.Witness() != rec.Header.Witness() {
-		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrWitnessMismatch}, nil
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrWitnessMismatch}
 	}
 	snap, err := l.Units.Restore(events)
 	if err != nil {
 		// Any registered unit failing on a cold log makes the row corrupt.
-		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}, nil
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
 	}
 	id, err := IdentityFromView(snap.Values[UnitKey])
 	if err != nil {
-		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}, nil
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
 	}
 	if id == nil {
-		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrNoIdentity}, nil
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrNoIdentity}
 	}
 	if !OwnSuffix(id.Seq, rec.Header.InheritedCut()) {
-		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrAncestorOnly, Identity: id}, nil
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrAncestorOnly, Identity: id}
 	}
-	return Resolution{Row: childRow(id, ActivityInactive), Rung: RungRead, Identity: id}, nil
+	return Resolution{Row: childRow(id, ActivityInactive), Rung: RungRead, Identity: id}
 }

@@ -43,6 +43,20 @@ func NewStoreLister(store *sqlitepersist.Store, live corpus.LiveSource, coldConc
 // only the requested event types of a log the store has verified.
 type storeColdReader struct{ store *sqlitepersist.Store }
 
+// ColdReadMany reads every log the store has verified in one snapshot; the
+// others are left to ColdRead.
+func (r storeColdReader) ColdReadMany(ctx context.Context, ids []string, types []string) (map[string]ColdLog, error) {
+	ins, err := r.store.InspectVerifiedTypes(ctx, ids, types)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]ColdLog, len(ins))
+	for id, in := range ins {
+		out[id] = ColdLog{Header: in.Header, Events: in.Events}
+	}
+	return out, nil
+}
+
 func (r storeColdReader) ColdRead(ctx context.Context, id string, types []string) (session.Header, []session.Event, error) {
 	var (
 		in  *sqlitepersist.Inspection
