@@ -289,13 +289,11 @@ func encodeRows(cp Checkpoint, asOfSeq int64) ([]byte, error) {
 
 // decodeRows reads a stored rows text. Anything but an object of rows, each
 // with an integer ver >= 0, an integer seq >= -1 and a val, is an error;
-// unknown keys inside a row are ignored, as DSH strips them.
+// unknown keys inside a row are ignored, as DSH strips them. Keys match
+// exactly, as in JavaScript: a row map, not a struct, because encoding/json
+// would match "VAL" or "Seq" to a struct field.
 func decodeRows(text []byte) (Checkpoint, error) {
-	var stored map[string]struct {
-		Ver json.RawMessage `json:"ver"`
-		Seq json.RawMessage `json:"seq"`
-		Val json.RawMessage `json:"val"`
-	}
+	var stored map[string]map[string]json.RawMessage
 	if err := json.Unmarshal(text, &stored); err != nil {
 		return nil, fmt.Errorf("rows do not decode: %w", err)
 	}
@@ -304,18 +302,19 @@ func decodeRows(text []byte) (Checkpoint, error) {
 	}
 	cp := make(Checkpoint, len(stored))
 	for key, s := range stored {
-		if s.Ver == nil || s.Seq == nil || s.Val == nil {
+		rawVer, rawSeq, val := s["ver"], s["seq"], s["val"]
+		if rawVer == nil || rawSeq == nil || val == nil {
 			return nil, fmt.Errorf("row %q lacks ver, seq or val", key)
 		}
-		ver, ok := safeInt(s.Ver)
+		ver, ok := safeInt(rawVer)
 		if !ok || ver < 0 {
-			return nil, fmt.Errorf("row %q: ver %s is not a non-negative integer", key, s.Ver)
+			return nil, fmt.Errorf("row %q: ver %s is not a non-negative integer", key, rawVer)
 		}
-		seq, ok := safeInt(s.Seq)
+		seq, ok := safeInt(rawSeq)
 		if !ok || seq < -1 {
-			return nil, fmt.Errorf("row %q: seq %s is not an integer >= -1", key, s.Seq)
+			return nil, fmt.Errorf("row %q: seq %s is not an integer >= -1", key, rawSeq)
 		}
-		cp[key] = Row{Ver: int(ver), Seq: seq, Val: s.Val}
+		cp[key] = Row{Ver: int(ver), Seq: seq, Val: val}
 	}
 	return cp, nil
 }

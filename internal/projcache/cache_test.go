@@ -198,6 +198,8 @@ func TestLookupPoisoned(t *testing.T) {
 		`{"subagent":{"ver":-1,"seq":0,"val":{}}}`, `{"subagent":{"ver":2,"seq":-2,"val":{}}}`,
 		`{"subagent":{"ver":2.5,"seq":0,"val":{}}}`, `{"subagent":{"ver":"2","seq":0,"val":{}}}`,
 		`{"subagent":7}`, `{} {}`, "\xff\xfe",
+		// Keys match exactly, as in JavaScript (found by FuzzCheckpointDecode).
+		`{"subagent":{"ver":2,"seq":0,"vAl":{}}}`, `{"subagent":{"VER":2,"Seq":0,"val":{}}}`,
 	} {
 		if err := c.Put(ctx, h, asOf, cp); err != nil {
 			t.Fatal(err)
