@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/diagnose"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/render"
@@ -23,9 +24,10 @@ const demoParent = "demo-parent"
 func newDemoCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Build a sample corpus and list it",
-		Long: `Build a small sample corpus in the database and print dsh list for it
-(descendants scope), to show what dsh does on a fresh machine.
+		Short: "Build a sample corpus, list it and diagnose it",
+		Long: `Build a small sample corpus in the database, print dsh list for it
+(descendants scope) and, in table output, what dsh diagnose finds, to show
+what dsh does on a fresh machine.
 
 The corpus is written the way DSH lays sessions out, through dsh's own write
 paths, in one transaction:
@@ -80,8 +82,30 @@ func runDemo(ctx context.Context, a *app, p *render.Printer) (err error) {
 	if err := p.Listing(rows, render.ScopeDescendants); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "dsh: try: dsh list --parent %s -o agents\n", demoParent)
+	if f := p.Format(); f == render.Table || f == render.TSV {
+		// The broken child is there to be explained: show what diagnose
+		// finds, after a blank line (machine formats stay one listing).
+		if err := showDemoDiagnosis(ctx, a, s, p); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(a.stderr, "dsh: try: dsh list --parent %s -o agents; dsh diagnose --parent %s -o json\n", demoParent, demoParent)
 	return nil
+}
+
+func showDemoDiagnosis(ctx context.Context, a *app, s *sqlitepersist.Store, p *render.Printer) error {
+	if _, err := fmt.Fprintln(a.stdout); err != nil {
+		return err
+	}
+	out := p.Diagnosis()
+	sum, err := diagnose.Run(ctx, s, diagnose.Options{
+		Select: diagnose.Selection{Parent: demoParent, HasParent: true, Scope: diagnose.ScopeDescendants},
+		Strict: true,
+	}, out.Add)
+	if err != nil {
+		return err
+	}
+	return out.Close(sum)
 }
 
 // writeDemoCorpus writes the sample sessions in one transaction, each child
