@@ -53,6 +53,15 @@ func IdentityFromView(raw json.RawMessage) (*Identity, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil, nil
 	}
+	if id, ok := canonicalIdentity(raw); ok {
+		return &id, nil
+	}
+	return decodeIdentityView(raw)
+}
+
+// decodeIdentityView is IdentityFromView for any JSON text: the strict
+// general decoder.
+func decodeIdentityView(raw json.RawMessage) (*Identity, error) {
 	obj, err := flatObject(raw)
 	if err != nil {
 		return nil, fmt.Errorf("subagent view %w", err)
