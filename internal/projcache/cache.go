@@ -293,6 +293,14 @@ func encodeRows(cp Checkpoint, asOfSeq int64) ([]byte, error) {
 // exactly, as in JavaScript: a row map, not a struct, because encoding/json
 // would match "VAL" or "Seq" to a struct field.
 func decodeRows(text []byte) (Checkpoint, error) {
+	if cp, ok := canonicalSingleRow(text); ok {
+		return cp, nil
+	}
+	return decodeRowsGeneral(text)
+}
+
+// decodeRowsGeneral is decodeRows for any text: the strict general decoder.
+func decodeRowsGeneral(text []byte) (Checkpoint, error) {
 	var stored map[string]map[string]json.RawMessage
 	if err := json.Unmarshal(text, &stored); err != nil {
 		return nil, fmt.Errorf("rows do not decode: %w", err)
