@@ -1,0 +1,131 @@
+package corpus
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func header(id, parent string, createdAt int64, subagent bool) session.Header {
+	h := session.Header{ID: id, CreatedAt: createdAt}
+	if parent != "" {
+		h.ParentSession = ptr(parent)
+	}
+	if subagent {
+		h.Origin = ptr(session.OriginSubagent)
+	}
+	return h
+}
+
+func ids(recs []Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = r.Header.ID
+	}
+	return out
+}
+
+// Ties on createdAt are broken as JavaScript's localeCompare orders ids
+// (DSH's runtime, ICU root collation), not by bytes.
+func TestSortHeadersUsesLocaleCompareOrder(t *testing.T) {
+	in := []string{"-x", "1a", "A", "B", "_x", "a", "a-b", "a1", "a_b", "ab", "b", "x"}
+	hs := make([]session.Header, len(in))
+	for i, id := range in {
+		hs[i] = header(id, "p", 5, true)
+	}
+	SortHeaders(hs, func(h session.Header) session.Header { return h })
+	var got []string
+	for _, h := range hs {
+		got = append(got, h.ID)
+	}
+	want := []string{"_x", "-x", "1a", "a", "A", "a_b", "a-b", "a1", "ab", "b", "B", "x"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+}
+
+// Descendants walk through ordinary sessions, stop at cycles and handle a
+// 10,000-deep chain without recursion (DSH cases D4, D5, D6).
+func TestDescendantsWalk(t *testing.T) {
+	ctx := context.Background()
+	t.Run("through ordinary sessions, pre-order", func(t *testing.T) {
+		ix := NewHeaderIndex([]session.Header{
+			header("a", "root", 1, true),
+			header("fork", "root", 2, false),
+			header("g", "a", 3, true),
+			header("under-fork", "fork", 4, true),
+			header("b", "root", 5, true),
+		})
+		c, err := Load(ctx, ix, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := c.Descendants(ctx, "root")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := ids(recs), []string{"a", "g", "under-fork", "b"}; !slices.Equal(got, want) {
+			t.Fatalf("descendants %v, want %v", got, want)
+		}
+		if recs[2].ParentID != "fork" || recs[2].Depth != 2 || !recs[0].HasChildren || recs[3].HasChildren {
+			t.Fatalf("placement: %+v", recs)
+		}
+	})
+	t.Run("cycle", func(t *testing.T) {
+		ix := NewHeaderIndex([]session.Header{header("cycle-root", "cycle-node", 2, false), header("cycle-node", "cycle-root", 1, true)})
+		c, _ := Load(ctx, ix, nil)
+		recs, err := c.Descendants(ctx, "cycle-root")
+		if err != nil || !slices.Equal(ids(recs), []string{"cycle-node"}) {
+			t.Fatalf("cycle: %v %v", ids(recs), err)
+		}
+	})
+	t.Run("10,000 deep", func(t *testing.T) {
+		var hs []session.Header
+		parent := "root"
+		for i := 1; i < 10000; i++ {
+			id := fmt.Sprintf("deep-%d", i)
+			hs = append(hs, header(id, parent, int64(i), false))
+			parent = id
+		}
+		hs = append(hs, header("leaf", parent, 10000, true))
+		c, _ := Load(ctx, NewHeaderIndex(hs), nil)
+		recs, err := c.Descendants(ctx, "root")
+		if err != nil || len(recs) != 1 || recs[0].Depth != 10000 || recs[0].ParentID != "deep-9999" {
+			t.Fatalf("deep chain: %+v %v", recs, err)
+		}
+	})
+}
+
+type liveMap map[string]Live
+
+func (m liveMap) LiveSessions(context.Context) (map[string]Live, error) { return m, nil }
+
+// A live record replaces the persisted header of its id wholesale, and
+// live-only children are found through their live parent.
+func TestLiveRecordsWinTheirID(t *testing.T) {
+	ctx := context.Background()
+	ix := NewHeaderIndex([]session.Header{header("moved", "p", 1, true), header("stays", "p", 2, true)})
+	live := liveMap{
+		"moved":     {Header: header("moved", "elsewhere", 1, true)},
+		"live-only": {Header: header("live-only", "p", 3, true)},
+	}
+	c, err := Load(ctx, ix, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := c.Children(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(recs), []string{"stays", "live-only"}; !slices.Equal(got, want) {
+		t.Fatalf("children %v, want %v", got, want)
+	}
+	if recs[0].Live != nil || recs[1].Live == nil {
+		t.Fatalf("live flags: %+v", recs)
+	}
+}
