@@ -112,8 +112,15 @@ func runList(ctx context.Context, a *app, p *render.Printer, opts listOptions, s
 			return lookupError(opts.parent, err)
 		}
 	}
-	l := subagent.NewStoreLister(s, s, opts.coldConcurrency)
+	return printListing(ctx, a, p, subagent.NewStoreLister(s, s, opts.coldConcurrency), opts, scope)
+}
+
+// printListing lists opts.parent through l, prints the rows once the whole
+// listing is read (so an interrupted listing prints nothing) and runs the
+// --expect checks.
+func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Lister, opts listOptions, scope render.Scope) error {
 	var rows []subagent.Row
+	var err error
 	if scope == render.ScopeDescendants {
 		rows, err = l.ListDescendants(ctx, opts.parent)
 	} else {

@@ -87,17 +87,8 @@ func (o *resumeOptions) request(a *app, cmd *cobra.Command, child string) (subag
 	return subagent.ResumeRequest{Child: child, Parent: o.parent, Message: msg, Provider: cfg}, nil
 }
 
-func runResume(ctx context.Context, a *app, p *render.Printer, req subagent.ResumeRequest) (err error) {
-	s, err := a.openStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeStore(s, &err)
-	rt, err := a.runtime(s)
-	if err != nil {
-		return err
-	}
-	res, err := rt.Resume(ctx, req)
+func runResume(ctx context.Context, a *app, p *render.Printer, req subagent.ResumeRequest) error {
+	res, err := a.runTurn(ctx, func(rt *subagent.Runtime) (*subagent.TurnResult, error) { return rt.Resume(ctx, req) })
 	if err != nil {
 		return err
 	}

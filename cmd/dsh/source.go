@@ -145,20 +145,7 @@ func (s *sourceFlags) runList(ctx context.Context, a *app, p *render.Printer, op
 	if opts.strict && !fc.has(opts.parent) {
 		return dsherr.New(dsherr.NotFound, "no session with id %q in %s", opts.parent, fc.loc)
 	}
-	l := subagent.NewForeignLister(fc.headers, fc.src, fc.cache, opts.coldConcurrency)
-	var rows []subagent.Row
-	if scope == render.ScopeDescendants {
-		rows, err = l.ListDescendants(ctx, opts.parent)
-	} else {
-		rows, err = l.ListChildren(ctx, opts.parent)
-	}
-	if err != nil {
-		return err
-	}
-	if err := p.Listing(rows, scope); err != nil {
-		return err
-	}
-	return opts.expect.check(a, rows, scope)
+	return printListing(ctx, a, p, subagent.NewForeignLister(fc.headers, fc.src, fc.cache, opts.coldConcurrency), opts, scope)
 }
 
 // showSession is `dsh session show`, over the source when one is given.

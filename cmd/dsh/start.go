@@ -237,19 +237,25 @@ func (o *startOptions) request(a *app, cmd *cobra.Command) (subagent.StartReques
 	return req, nil
 }
 
-func runStart(ctx context.Context, a *app, p *render.Printer, req subagent.StartRequest) (err error) {
-	s, err := a.openStore(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeStore(s, &err)
-	rt, err := a.runtime(s)
-	if err != nil {
-		return err
-	}
-	res, err := rt.Start(ctx, req)
+func runStart(ctx context.Context, a *app, p *render.Printer, req subagent.StartRequest) error {
+	res, err := a.runTurn(ctx, func(rt *subagent.Runtime) (*subagent.TurnResult, error) { return rt.Start(ctx, req) })
 	if err != nil {
 		return err
 	}
 	return a.reportTurn(p, res)
+}
+
+// runTurn opens the database for writing, builds the runtime over it and
+// runs one turn with it.
+func (a *app) runTurn(ctx context.Context, turn func(*subagent.Runtime) (*subagent.TurnResult, error)) (res *subagent.TurnResult, err error) {
+	s, err := a.openStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer closeStore(s, &err)
+	rt, err := a.runtime(s)
+	if err != nil {
+		return nil, err
+	}
+	return turn(rt)
 }
