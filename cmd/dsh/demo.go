@@ -123,7 +123,7 @@ func writeDemoCorpus(ctx context.Context, s *sqlitepersist.Store, now int64) err
 	oneShot := demoChild("demo-one-shot", demoParent, 1, now+2, cwd)
 	oneShotLog := b.oneShotTurn("count the TODOs", "Count the TODOs in the tree.", "There are 12.")
 
-	fork, forkSeed := forkOf(parent, parentLog, "demo-fork", now+3)
+	fork, forkSeed := session.Fork(parent, parentLog, "demo-fork", now+3)
 
 	broken := demoChild("demo-broken", demoParent, 1, now+4, cwd)
 	brokenLog := b.append(nil,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -65,39 +64,10 @@ func runSessionFork(ctx context.Context, a *app, parentID string, opts sessionFo
 	if err != nil {
 		return lookupError(parentID, err)
 	}
-	child, seed := forkOf(parent.Header, parent.Events, childID, a.now().UnixMilli())
+	child, seed := session.Fork(parent.Header, parent.Events, childID, a.now().UnixMilli())
 	if err := s.CreateSession(ctx, child, seed); err != nil {
 		return err
 	}
 	return p.Line(childID)
 }
 
-// forkOf builds an ordinary fork of a parent with the given header and
-// stored events (storage-formats §1.6): the seed is the parent's prefix up to
-// its last turn/end, then a session/end-seed; seedLength is the number of
-// copied events.
-func forkOf(parent session.Header, events []session.Event, id string, nowMillis int64) (session.Header, []session.Event) {
-	prefix := session.ForkPrefix(events)
-	seedLength := int64(len(prefix))
-	child := session.Header{
-		Version:       session.FormatVersion,
-		ID:            id,
-		CreatedAt:     nowMillis,
-		Cwd:           parent.Cwd,
-		ParentSession: &parent.ID,
-		SeedLength:    &seedLength,
-		AgentPreset:   parent.AgentPreset,
-	}
-	// DSH appends the end-seed marker unless the seed already ends with
-	// one; a fork prefix ends with a turn/end (or is empty), so here the
-	// marker is always added.
-	seed := make([]session.Event, len(prefix), len(prefix)+1)
-	copy(seed, prefix)
-	seed = append(seed, session.Event{
-		Type: session.TypeEndSeed,
-		Seq:  seedLength,
-		Time: nowMillis,
-		Data: json.RawMessage(`{}`),
-	})
-	return child, seed
-}
