@@ -70,4 +70,3 @@ func runSessionFork(ctx context.Context, a *app, parentID string, opts sessionFo
 	}
 	return p.Line(childID)
 }
-
