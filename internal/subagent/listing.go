@@ -59,6 +59,13 @@ type Lister struct {
 	Units *projcache.Registry
 	// ColdConcurrency bounds concurrent cold reads (default 4).
 	ColdConcurrency int
+	// Snapshot, when set, runs the enumeration (live records, candidate
+	// headers, hasChildren) inside one consistent read of the corpus: it
+	// calls fn with Headers and Live, or with views of them bound to that
+	// read. Without it a child created and leased between reading the live
+	// records and reading the headers would list as a cold child of a
+	// running session.
+	Snapshot func(ctx context.Context, headers corpus.HeaderSource, live corpus.LiveSource, fn func(corpus.HeaderSource, corpus.LiveSource) error) error
 }
 
 // ErrCancelled is the CANCELLED listing error.
@@ -133,14 +140,21 @@ func (l *Lister) resolve(ctx context.Context, enumerate func(*corpus.Corpus) ([]
 	if err := checkCancelled(ctx); err != nil {
 		return nil, err
 	}
-	c, err := corpus.Load(ctx, l.Headers, l.Live)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ErrCancelled
+	var recs []corpus.Record
+	read := func(headers corpus.HeaderSource, live corpus.LiveSource) error {
+		c, err := corpus.Load(ctx, headers, live)
+		if err != nil {
+			return err
 		}
-		return nil, err
+		recs, err = enumerate(c)
+		return err
 	}
-	recs, err := enumerate(c)
+	var err error
+	if l.Snapshot != nil {
+		err = l.Snapshot(ctx, l.Headers, l.Live, read)
+	} else {
+		err = read(l.Headers, l.Live)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ErrCancelled

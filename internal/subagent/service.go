@@ -35,6 +35,19 @@ func NewStoreLister(store *sqlitepersist.Store, live corpus.LiveSource, coldConc
 		Cache:           CacheIdentities{projcache.NewCache(store.Querier(), reg)},
 		Units:           reg,
 		ColdConcurrency: coldConcurrency,
+		Snapshot: func(ctx context.Context, headers corpus.HeaderSource, live corpus.LiveSource, fn func(corpus.HeaderSource, corpus.LiveSource) error) error {
+			return store.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
+				// Bind this store's own headers and leases to the read;
+				// any other source is used as it is.
+				if h, ok := headers.(storeHeaders); ok && h.Store == store {
+					headers = storeHeaders{view}
+				}
+				if l, ok := live.(*sqlitepersist.Store); ok && l == store {
+					live = view
+				}
+				return fn(headers, live)
+			})
+		},
 	}
 }
 
