@@ -130,41 +130,80 @@ func (c *Cache) record(ctx context.Context, id string) (record, bool, error) {
 }
 
 // LookupMany is Lookup for many sessions (typically one parent's children)
-// in one query. Every header's id is in the result; ids without a record are
-// misses.
+// in few queries: the records of a parent's children are read with one
+// index range over the witness's parent (a record whose witness names
+// another parent could only be Foreign, which a reader treats as a miss);
+// the rest by id in one query. Every header's id is in the result; ids
+// without a usable record are misses.
 func (c *Cache) LookupMany(ctx context.Context, headers []session.Header) (map[string]Lookup, error) {
 	out := make(map[string]Lookup, len(headers))
-	if len(headers) == 0 {
+	byID := make(map[string]session.Header, len(headers))
+	byParent := map[string]int{}
+	for _, h := range headers {
+		byID[h.ID] = h
+		out[h.ID] = Lookup{Status: Miss}
+		if p := h.Parent(); p != "" {
+			byParent[p]++
+		}
+	}
+	var rest []session.Header
+	for _, h := range headers {
+		if byParent[h.Parent()] < parentRangeMin {
+			rest = append(rest, h)
+		}
+	}
+	judge := func(r record) {
+		if h, wanted := byID[r.id]; wanted {
+			out[r.id] = c.judge(r, h)
+		}
+	}
+	for parent, n := range byParent {
+		if n < parentRangeMin {
+			continue
+		}
+		if err := c.eachRecord(ctx, judge, `WHERE parent_session = ?`, parent); err != nil {
+			return nil, err
+		}
+	}
+	if len(rest) == 0 {
 		return out, nil
 	}
-	byID := make(map[string]session.Header, len(headers))
 	ids := []byte{'['}
-	for i, h := range headers {
+	for i, h := range rest {
 		if i > 0 {
 			ids = append(ids, ',')
 		}
 		ids = jsjson.AppendString(ids, h.ID)
-		byID[h.ID] = h
-		out[h.ID] = Lookup{Status: Miss}
 	}
 	ids = append(ids, ']')
-	rows, err := c.q.QueryContext(ctx, `SELECT `+recordColumns+` FROM projection_checkpoints
-		WHERE session_id IN (SELECT value FROM json_each(?))`, string(ids))
+	if err := c.eachRecord(ctx, judge, `WHERE session_id IN (SELECT value FROM json_each(?))`, string(ids)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// parentRangeMin is how many of one parent's children make reading that
+// parent's whole range of records cheaper than looking each one up.
+const parentRangeMin = 32
+
+// eachRecord calls fn for every record the WHERE clause selects.
+func (c *Cache) eachRecord(ctx context.Context, fn func(record), where string, args ...any) error {
+	rows, err := c.q.QueryContext(ctx, `SELECT `+recordColumns+` FROM projection_checkpoints `+where, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read checkpoints: %w", err)
+		return fmt.Errorf("read checkpoints: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		r, err := scanRecord(rows.Scan)
 		if err != nil {
-			return nil, fmt.Errorf("read checkpoints: %w", err)
+			return fmt.Errorf("read checkpoints: %w", err)
 		}
-		out[r.id] = c.judge(r, byID[r.id])
+		fn(r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read checkpoints: %w", err)
+		return fmt.Errorf("read checkpoints: %w", err)
 	}
-	return out, nil
+	return nil
 }
 
 // judge applies the read rules to one record: witness, decoding, then per

@@ -1,0 +1,6 @@
+-- A listing reads the checkpoints of one parent's children. Records carry
+-- the parent in their lifecycle witness, so an index on it answers that with
+-- one index range instead of one lookup per child id.
+CREATE INDEX projection_checkpoints_by_parent
+    ON projection_checkpoints (parent_session)
+    WHERE parent_session IS NOT NULL;
