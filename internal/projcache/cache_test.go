@@ -617,3 +617,59 @@ func TestRebuildUnreadableLogRemovesRecord(t *testing.T) {
 		t.Fatal("a cancelled rebuild must stop with an error")
 	}
 }
+
+// With many children of one parent LookupMany reads that parent's range of
+// records: hits, misses, poisoned and per-key results are what Lookup says;
+// a record written for another parent is not served (Lookup calls it
+// foreign, LookupMany leaves it a miss — for a reader both mean "fold").
+func TestLookupManyByParentRange(t *testing.T) {
+	ctx := context.Background()
+	_, db := openDB(t)
+	reg := registry(t)
+	c := projcache.NewCache(db, reg)
+	var headers []session.Header
+	for i := range 40 {
+		h := childHeader(fmt.Sprintf("child-%02d", i))
+		h.SeedLength = nil
+		headers = append(headers, h)
+		if i == 39 {
+			continue // no record
+		}
+		written := h
+		if i == 38 {
+			written.ParentSession = ptr("another-parent")
+		}
+		cp, asOf := folded(t, reg, events("turn/start", fmt.Sprintf(`subagent/descriptor={"version":2,"mode":"one-shot","provider":"spawn","label":"n%d"}`, i)))
+		if err := c.Put(ctx, written, asOf, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE projection_checkpoints SET rows = 'x' WHERE session_id = 'child-02'`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.LookupMany(ctx, headers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(headers) {
+		t.Fatalf("got %d lookups, want %d", len(got), len(headers))
+	}
+	for _, h := range headers {
+		one, err := c.Lookup(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if one.Status == projcache.Foreign {
+			if got[h.ID].Status != projcache.Miss {
+				t.Errorf("%s: LookupMany %v, want a miss for another parent's record", h.ID, got[h.ID].Status)
+			}
+			continue
+		}
+		if !reflect.DeepEqual(one, got[h.ID]) {
+			t.Errorf("%s: LookupMany %+v, Lookup %+v", h.ID, got[h.ID], one)
+		}
+	}
+	if got["child-02"].Status != projcache.Poisoned || got["child-39"].Status != projcache.Miss || got["child-07"].Status != projcache.Hit {
+		t.Fatalf("statuses: %v %v %v", got["child-02"].Status, got["child-39"].Status, got["child-07"].Status)
+	}
+}
