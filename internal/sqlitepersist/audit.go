@@ -74,10 +74,11 @@ func (s *Store) Audit(ctx context.Context, id string) (*AuditRead, error) {
 			}
 		}
 		// The same verdict, in the same order, as Inspect.
-		if err := session.ValidateLog(log.state.header, log.events); err != nil {
+		if err := validateStored(id, log); err != nil {
 			a.ReadErr = failedValidation(id, err)
 			return nil
 		}
+		a.Events = log.events
 		a.Closers = session.InterruptedTurnClosers(log.events)
 		return nil
 	})
