@@ -2,7 +2,6 @@ package session
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"math"
 	"slices"
@@ -58,30 +57,7 @@ func (o object) keys() []string {
 			keys = append(keys, m.key)
 		}
 	}
-	return jsKeyOrder(keys)
-}
-
-// jsKeyOrder reorders distinct keys given in creation order the way
-// JavaScript enumerates an object's keys: array-index keys ascending first,
-// then the rest in creation order.
-func jsKeyOrder(keys []string) []string {
-	var index, named []string
-	for _, k := range keys {
-		if isArrayIndex(k) {
-			index = append(index, k)
-		} else {
-			named = append(named, k)
-		}
-	}
-	if index == nil {
-		return keys
-	}
-	slices.SortFunc(index, func(a, b string) int {
-		x, _ := strconv.ParseUint(a, 10, 32)
-		y, _ := strconv.ParseUint(b, 10, 32)
-		return cmp.Compare(x, y)
-	})
-	return append(index, named...)
+	return jsjson.PropertyOrder(keys)
 }
 
 // hasOnlyKeys reports whether every key is in required or optional and every
@@ -103,21 +79,6 @@ func (o object) hasOnlyKeys(required []string, optional ...string) bool {
 // hasExactKeys reports whether the distinct key set is exactly keys.
 func (o object) hasExactKeys(keys ...string) bool {
 	return o.hasOnlyKeys(keys) && len(o.keys()) == len(keys)
-}
-
-// isArrayIndex reports whether JavaScript treats key as an integer index
-// (canonical decimal below 2^32-1), which moves it to the front of key order.
-func isArrayIndex(key string) bool {
-	if key == "" || len(key) > 10 || (len(key) > 1 && key[0] == '0') {
-		return false
-	}
-	for i := 0; i < len(key); i++ {
-		if key[i] < '0' || key[i] > '9' {
-			return false
-		}
-	}
-	n, err := strconv.ParseUint(key, 10, 64)
-	return err == nil && n < 1<<32-1
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

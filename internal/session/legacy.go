@@ -301,7 +301,7 @@ func (j *jsObject) del(key string) *jsObject {
 }
 
 func (j *jsObject) bytes() []byte {
-	order := jsKeyOrder(slices.Clone(j.keys))
+	order := jsjson.PropertyOrder(slices.Clone(j.keys))
 	b := []byte{'{'}
 	for i, k := range order {
 		if i > 0 {

@@ -3,8 +3,8 @@ package subagent
 import (
 	"bytes"
 	"encoding/json"
-	"sort"
-	"strconv"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
 )
 
 // object is a decoded JSON object as JavaScript holds it after JSON.parse:
@@ -46,7 +46,7 @@ func decodeObject(raw json.RawMessage) (obj object, ok bool) {
 		}
 		obj.vals[key] = val
 	}
-	obj.keys = propertyOrder(obj.keys)
+	obj.keys = jsjson.PropertyOrder(obj.keys)
 	return obj, true
 }
 
@@ -63,40 +63,4 @@ func (o object) firstUnknown(allowed map[string]bool) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// propertyOrder reorders keys (given in insertion order) the way
-// Object.keys lists an ordinary object's own properties: array-index keys
-// first in ascending numeric order, then every other key in insertion order.
-func propertyOrder(keys []string) []string {
-	var indexes, named []string
-	for _, k := range keys {
-		if _, ok := arrayIndex(k); ok {
-			indexes = append(indexes, k)
-		} else {
-			named = append(named, k)
-		}
-	}
-	if len(indexes) == 0 {
-		return keys
-	}
-	sort.Slice(indexes, func(i, j int) bool {
-		a, _ := arrayIndex(indexes[i])
-		b, _ := arrayIndex(indexes[j])
-		return a < b
-	})
-	return append(indexes, named...)
-}
-
-// arrayIndex reports whether k is an ECMAScript array index: the canonical
-// decimal form of an integer in [0, 2^32-2].
-func arrayIndex(k string) (uint64, bool) {
-	if k == "" || (len(k) > 1 && k[0] == '0') {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(k, 10, 64)
-	if err != nil || n > 1<<32-2 {
-		return 0, false
-	}
-	return n, true
 }
