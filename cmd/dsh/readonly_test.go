@@ -70,6 +70,25 @@ func seedReadOnlyCorpus(t *testing.T, db string) {
 	if err := s.CreateSession(ctx, header("interrupted"), open); err != nil {
 		t.Fatal(err)
 	}
+	// Subagent children of "balanced": one served by a cold read, one
+	// whose log has a torn tail (a listing must not repair it either).
+	child := func(id string) session.Header {
+		h := header(id)
+		parent, origin, depth := "balanced", session.OriginSubagent, int64(1)
+		h.ParentSession, h.Origin, h.DelegationDepth = &parent, &origin, &depth
+		return h
+	}
+	described := []session.Event{
+		event(session.TypeDescriptor, 0, `{"version":2,"mode":"continuable","provider":"spawn","label":"kept"}`),
+		event(session.TypeEndSeed, 1, `{}`),
+	}
+	if err := s.CreateSession(ctx, child("child"), described); err != nil {
+		t.Fatal(err)
+	}
+	childTail := &sqlitepersist.TornTail{FromSeq: 2, Reason: "truncated line", Raw: []byte(`{"type":"turn/st`)}
+	if _, err := s.ImportSession(ctx, child("torn-child"), described, childTail); err != nil {
+		t.Fatal(err)
+	}
 	tail := &sqlitepersist.TornTail{FromSeq: 2, Reason: "truncated line", Raw: []byte(`{"type":"turn/st`)}
 	if _, err := s.ImportSession(ctx, header("torn"), turn, tail); err != nil {
 		t.Fatal(err)
@@ -95,6 +114,12 @@ func TestReadCommandsLeaveDatabaseUntouched(t *testing.T) {
 		{"version"},
 		{"session", "show", "no-such-session"},
 		{"session", "events", "no-such-session"},
+		{"list", "--parent", "balanced"},
+		{"list", "--parent", "balanced", "--scope", "descendants", "-o", "json"},
+		{"list", "--parent", "no-such-session", "--strict"},
+		{"cache", "stats"},
+		{"cache", "verify", "--all"},
+		{"export", "--to", filepath.Join(home, "export"), "--all"},
 	}
 	for _, id := range []string{"balanced", "interrupted", "torn", "fork"} {
 		reads = append(reads,
@@ -140,6 +165,13 @@ func TestReadCommandsLeaveDatabaseUntouched(t *testing.T) {
 	stdout, _, _ = runDsh(t, "session", "show", "interrupted", "-o", "json")
 	if !bytes.Contains([]byte(stdout), []byte(`"openTurn":true`)) {
 		t.Errorf("show interrupted: %s", stdout)
+	}
+	// The listing read both children's logs (no checkpoints were written).
+	stdout, _, _ = runDsh(t, "list", "--parent", "balanced", "-o", "json")
+	want := `[{"kind":"child","id":"child","mode":"continuable","label":"kept","activity":"inactive","hasChildren":false},` +
+		`{"kind":"child","id":"torn-child","mode":"continuable","label":"kept","activity":"inactive","hasChildren":false}]` + "\n"
+	if stdout != want {
+		t.Errorf("list: %s, want %s", stdout, want)
 	}
 }
 
