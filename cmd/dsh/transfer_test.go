@@ -1,11 +1,11 @@
 package main
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -15,34 +15,6 @@ import (
 	"strings"
 	"testing"
 )
-
-// oracleListings is what an oracle corpus's expected.json records: DSH's
-// own listChildren/listDescendants results and list_agents text.
-type oracleListings struct {
-	Files struct {
-		SQLite          string `json:"sqlite"`
-		JSONL           string `json:"jsonl"`
-		JSONLPlain      string `json:"jsonlPlain"`
-		ProjectionCache string `json:"projectionCache"`
-	} `json:"files"`
-	Listings map[string]struct {
-		Op         string          `json:"op"`
-		ID         string          `json:"id"`
-		Result     json.RawMessage `json:"result"`
-		ListAgents struct {
-			Text string `json:"text"`
-		} `json:"listAgents"`
-	} `json:"listings"`
-}
-
-func fixturePath(t *testing.T, rel string) string {
-	t.Helper()
-	p := filepath.Join(fixturesDir, rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("DSH fixtures not available at %s: %v", p, err)
-	}
-	return p
-}
 
 // treeFingerprint is every file under dir with its size, mode and content
 // hash (and any file a SQLite reader might have left, -wal or -shm).
@@ -80,25 +52,6 @@ func treeFingerprint(t *testing.T, dir string) string {
 	return b.String()
 }
 
-// jsonTokens is a JSON text as its token stream: structure, values and the
-// order object keys were printed in.
-func jsonTokens(t *testing.T, text []byte) []any {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(text))
-	dec.UseNumber()
-	var toks []any
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return toks
-		}
-		if err != nil {
-			t.Fatalf("decode %s: %v", text, err)
-		}
-		toks = append(toks, tok)
-	}
-}
-
 // The issue's acceptance: for every listing DSH recorded for its oracle
 // corpora, `dsh list -o json` over each form of the corpus read in place
 // (zstd JSONL, plain JSONL, schema-17 SQLite, with and without DSH's
@@ -108,18 +61,11 @@ func jsonTokens(t *testing.T, text []byte) []any {
 // they were, with no SQLite side files.
 func TestOracleListingsInPlaceAndImported(t *testing.T) {
 	isolateEnv(t)
-	oracleRoot := fixturePath(t, "dsh-oracle")
+	oracleRoot := dshfixtures.Dir(t, "dsh-oracle")
 	before := treeFingerprint(t, oracleRoot)
-	for _, name := range []string{"a-continuable-and-oneshot", "g-nested-descendants", "j-medium"} {
-		dir := filepath.Join(oracleRoot, name)
-		raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var o oracleListings
-		if err := json.Unmarshal(raw, &o); err != nil {
-			t.Fatal(err)
-		}
+	for _, name := range dshfixtures.OracleCorpora {
+		o := dshfixtures.LoadOracle(t, name)
+		dir := o.Dir
 		sources := map[string]string{
 			"sqlite": "dsh-sqlite:" + filepath.Join(dir, o.Files.SQLite),
 			"jsonl":  "jsonl:" + filepath.Join(dir, o.Files.JSONL),
@@ -146,7 +92,7 @@ func TestOracleListingsInPlaceAndImported(t *testing.T) {
 				if code != 0 || errOut != "" {
 					t.Fatalf("%s %s %s: exit %d, stderr %s", name, v, key, code, errOut)
 				}
-				if !slices.Equal(jsonTokens(t, []byte(out)), jsonTokens(t, l.Result)) {
+				if !slices.Equal(dshfixtures.JSONTokens(t, []byte(out)), dshfixtures.JSONTokens(t, l.Result)) {
 					t.Errorf("%s %s %s:\n got %s\nwant %s", name, v, key, out, l.Result)
 				}
 				out, _, code = runDsh(t, append(base, "-o", "agents")...)
@@ -169,7 +115,7 @@ func TestOracleListingsInPlaceAndImported(t *testing.T) {
 // as the fixtures' README prescribes.
 func TestListAgentsSnapshotAsSource(t *testing.T) {
 	isolateEnv(t)
-	dir := fixturePath(t, "dsh-snapshots/acp-agent/subagent-list-agents")
+	dir := dshfixtures.Dir(t, "dsh-snapshots/acp-agent/subagent-list-agents")
 	args := []string{"list", "--parent", "11111111-1111-4111-8111-111111111111", "-o", "agents"}
 
 	out, errOut, code := runDsh(t, append([]string{"--source", "jsonl:" + dir}, args...)...)

@@ -1,6 +1,8 @@
 package dshformat
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"context"
 	"io/fs"
 	"os"
@@ -22,7 +24,7 @@ type benchCorpus struct {
 
 func loadBenchCorpus(b *testing.B) benchCorpus {
 	b.Helper()
-	dir := fixtureDir(b, "dsh-oracle/j-medium")
+	dir := dshfixtures.Dir(b, "dsh-oracle/j-medium")
 	c := benchCorpus{zstdDir: filepath.Join(dir, "jsonl"), sqlitePath: filepath.Join(dir, "sessions.db"), plainDir: b.TempDir()}
 	dec, err := logDecoder()
 	if err != nil {

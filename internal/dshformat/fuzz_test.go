@@ -1,6 +1,8 @@
 package dshformat
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"bytes"
 	"context"
 	"errors"
@@ -40,7 +42,7 @@ func FuzzJSONLLine(f *testing.F) {
 			if err != nil || back.Torn != nil {
 				t.Fatalf("re-read of %q: %v", body, err)
 			}
-			assertSameEvents(t, "round trip", back.Events, s.Events)
+			dshfixtures.AssertSameEvents(t, "round trip", back.Events, s.Events)
 		}
 	})
 }
@@ -77,7 +79,7 @@ func FuzzPackedRow(f *testing.F) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				assertSameEvents(t, "repacked row", again, events)
+				dshfixtures.AssertSameEvents(t, "repacked row", again, events)
 			}
 		}
 	})

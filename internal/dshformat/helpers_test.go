@@ -1,7 +1,6 @@
 package dshformat
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -10,46 +9,6 @@ import (
 
 	"github.com/dsh-project/dsh/internal/session"
 )
-
-// fixtures is DSH's real data, read in place (never copied).
-const fixtures = "../../../shared/fixtures"
-
-func fixtureDir(t testing.TB, rel string) string {
-	t.Helper()
-	dir := filepath.Join(fixtures, rel)
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("DSH fixtures not available at %s: %v", dir, err)
-	}
-	return dir
-}
-
-// encodeEvents is the byte form dsh compares logs by: each event as
-// session.Event.MarshalJSON writes it.
-func encodeEvents(t testing.TB, events []session.Event) [][]byte {
-	t.Helper()
-	out := make([][]byte, len(events))
-	for i, e := range events {
-		b, err := e.MarshalJSON()
-		if err != nil {
-			t.Fatalf("event %d: %v", i, err)
-		}
-		out[i] = b
-	}
-	return out
-}
-
-func assertSameEvents(t testing.TB, what string, got, want []session.Event) {
-	t.Helper()
-	g, w := encodeEvents(t, got), encodeEvents(t, want)
-	if len(g) != len(w) {
-		t.Fatalf("%s: %d events, want %d", what, len(g), len(w))
-	}
-	for i := range g {
-		if !bytes.Equal(g[i], w[i]) {
-			t.Fatalf("%s: event %d differs:\n got %s\nwant %s", what, i, g[i], w[i])
-		}
-	}
-}
 
 func assertSameHeader(t testing.TB, what string, got, want session.Header) {
 	t.Helper()

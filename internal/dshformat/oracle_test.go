@@ -1,16 +1,15 @@
 package dshformat
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/dsh-project/dsh/internal/session"
 )
-
-var oracleCorpora = []string{"a-continuable-and-oneshot", "g-nested-descendants", "j-medium"}
 
 // oracleHeader is a header as expected.json lists it.
 type oracleHeader struct {
@@ -30,30 +29,14 @@ func (o oracleHeader) header() session.Header {
 		SeedLength: o.SeedLength, Origin: o.Origin, DelegationDepth: o.DelegationDepth, AgentPreset: o.AgentPreset}
 }
 
-type oracleExpected struct {
-	Files struct {
-		SQLite          string `json:"sqlite"`
-		JSONL           string `json:"jsonl"`
-		JSONLPlain      string `json:"jsonlPlain"`
-		ProjectionCache string `json:"projectionCache"`
-	} `json:"files"`
-	Corpus json.RawMessage `json:"corpus"`
-}
-
-func loadOracle(t *testing.T, name string) (string, oracleExpected, []oracleHeader, int) {
-	dir := fixtureDir(t, filepath.Join("dsh-oracle", name))
-	raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var exp oracleExpected
-	if err := json.Unmarshal(raw, &exp); err != nil {
-		t.Fatal(err)
-	}
-	// corpus is the header list, or just {"sessions": N} for the large one.
+// loadOracle reads a corpus's expected.json and its header list: every
+// header, or for the large corpus only the session count.
+func loadOracle(t *testing.T, name string) (dshfixtures.Oracle, []oracleHeader, int) {
+	t.Helper()
+	exp := dshfixtures.LoadOracle(t, name)
 	var headers []oracleHeader
 	if err := json.Unmarshal(exp.Corpus, &headers); err == nil {
-		return dir, exp, headers, len(headers)
+		return exp, headers, len(headers)
 	}
 	var count struct {
 		Sessions int `json:"sessions"`
@@ -61,15 +44,16 @@ func loadOracle(t *testing.T, name string) (string, oracleExpected, []oracleHead
 	if err := json.Unmarshal(exp.Corpus, &count); err != nil {
 		t.Fatalf("expected.json corpus: %v", err)
 	}
-	return dir, exp, nil, count.Sessions
+	return exp, nil, count.Sessions
 }
 
 // Each variant of each oracle corpus (zstd JSONL, plain JSONL, schema-17
 // SQLite) gives the headers expected.json lists and the same events.
 func TestOracleVariantsAgree(t *testing.T) {
-	for _, name := range oracleCorpora {
+	for _, name := range dshfixtures.OracleCorpora {
 		t.Run(name, func(t *testing.T) {
-			dir, exp, want, count := loadOracle(t, name)
+			exp, want, count := loadOracle(t, name)
+			dir := exp.Dir
 			variants := map[string]Source{
 				"sqlite": openSQLite(t, filepath.Join(dir, exp.Files.SQLite)),
 				"jsonl":  openJSONL(t, filepath.Join(dir, exp.Files.JSONL)),
@@ -113,7 +97,7 @@ func TestOracleVariantsAgree(t *testing.T) {
 					if v != "sqlite" {
 						assertSameHeader(t, v+" "+id, other.Header, withDepth(s.Header))
 					}
-					assertSameEvents(t, v+" "+id, other.Events, s.Events)
+					dshfixtures.AssertSameEvents(t, v+" "+id, other.Events, s.Events)
 					if other.Torn != nil {
 						t.Errorf("%s %s: torn tail %s", v, id, other.Torn.Reason)
 					}
@@ -125,7 +109,8 @@ func TestOracleVariantsAgree(t *testing.T) {
 
 // The packed rows and zstd BLOBs of the large corpus really are exercised.
 func TestOracleSQLiteHasPackedRowsAndBlobs(t *testing.T) {
-	dir, exp, _, _ := loadOracle(t, "j-medium")
+	exp, _, _ := loadOracle(t, "j-medium")
+	dir := exp.Dir
 	db := openRawDB(t, filepath.Join(dir, exp.Files.SQLite))
 	var packed, blobs, provenance int
 	err := db.QueryRow(`SELECT
@@ -144,8 +129,9 @@ func TestOracleSQLiteHasPackedRowsAndBlobs(t *testing.T) {
 // header of its session in the corpus.
 func TestOracleProjectionCache(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range oracleCorpora {
-		dir, exp, _, _ := loadOracle(t, name)
+	for _, name := range dshfixtures.OracleCorpora {
+		exp, _, _ := loadOracle(t, name)
+		dir := exp.Dir
 		cache, err := ReadProjcacheFile(ctx, filepath.Join(dir, exp.Files.ProjectionCache))
 		if err != nil {
 			t.Fatal(err)
@@ -181,7 +167,8 @@ func TestOracleProjectionCache(t *testing.T) {
 // Sources are safe for concurrent use: reading every session from four
 // goroutines gives what a sequential read gives.
 func TestConcurrentReads(t *testing.T) {
-	dir, exp, _, _ := loadOracle(t, "j-medium")
+	exp, _, _ := loadOracle(t, "j-medium")
+	dir := exp.Dir
 	for _, src := range []Source{openSQLite(t, filepath.Join(dir, exp.Files.SQLite)), openJSONL(t, filepath.Join(dir, exp.Files.JSONL))} {
 		want := readAll(t, src)
 		ids := make(chan string)
@@ -209,7 +196,7 @@ func TestConcurrentReads(t *testing.T) {
 			if r.err != nil {
 				t.Fatal(r.err)
 			}
-			assertSameEvents(t, r.s.Header.ID, r.s.Events, want[r.s.Header.ID].Events)
+			dshfixtures.AssertSameEvents(t, r.s.Header.ID, r.s.Events, want[r.s.Header.ID].Events)
 		}
 	}
 }

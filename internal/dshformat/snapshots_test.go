@@ -1,6 +1,8 @@
 package dshformat
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -16,7 +18,7 @@ import (
 // snapshotScenarios returns every directory of DSH's snapshot fixtures that
 // holds session logs, with the log files in it.
 func snapshotScenarios(t *testing.T) map[string][]string {
-	root := fixtureDir(t, "dsh-snapshots")
+	root := dshfixtures.Dir(t, "dsh-snapshots")
 	files, err := filepath.Glob(filepath.Join(root, "*", "*", "session*.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +102,7 @@ func TestSnapshotLogsReadExactly(t *testing.T) {
 
 func checkAgainstStoredLines(t *testing.T, s *Session, lines []storedLine) {
 	t.Helper()
-	encoded := encodeEvents(t, s.Events)
+	encoded := dshfixtures.EncodeEvents(t, s.Events)
 	next := int64(0)
 	for _, l := range lines {
 		if _, isRow := rowKindOf(l.Type); !isRow {
@@ -144,7 +146,7 @@ func checkAgainstStoredLines(t *testing.T, s *Session, lines []storedLine) {
 // row's k-th text and time time0+Σdt, checked against an independent
 // decoding of the row.
 func TestPackedChunksScenarioExpansion(t *testing.T) {
-	path := filepath.Join(fixtureDir(t, "dsh-snapshots/acp-agent/packed-chunks"), "session.jsonl")
+	path := filepath.Join(dshfixtures.Dir(t, "dsh-snapshots/acp-agent/packed-chunks"), "session.jsonl")
 	s := readAll(t, openJSONL(t, path))
 	var sess *Session
 	for _, v := range s {
@@ -215,7 +217,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 				t.Fatalf("%s: wrote %s, read back %d sessions", s.Location, path, len(back))
 			}
 			assertSameHeader(t, s.Location, got.Header, withDepth(s.Header))
-			assertSameEvents(t, s.Location, got.Events, s.Events)
+			dshfixtures.AssertSameEvents(t, s.Location, got.Events, s.Events)
 			if got.Torn != nil {
 				t.Fatalf("%s: torn after round trip", s.Location)
 			}

@@ -1,6 +1,8 @@
 package dshformat
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -62,7 +64,7 @@ func TestSQLitePackedRowAtTheMemberLimit(t *testing.T) {
 		t.Fatalf("rows %q, want %q", got, want)
 	}
 	got := readOne(t, s.path, testHeader.ID)
-	assertSameEvents(t, "1027-delta run", got.Events, events)
+	dshfixtures.AssertSameEvents(t, "1027-delta run", got.Events, events)
 	if got.Torn != nil {
 		t.Fatalf("torn: %s", got.Torn.Reason)
 	}
@@ -83,7 +85,7 @@ func TestSQLiteDataCompressionThreshold(t *testing.T) {
 	if got := physicalRows(t, s, testHeader.ID); !slices.Equal(got, want) {
 		t.Fatalf("rows %q, want %q", got, want)
 	}
-	assertSameEvents(t, "threshold", readOne(t, s.path, testHeader.ID).Events, events)
+	dshfixtures.AssertSameEvents(t, "threshold", readOne(t, s.path, testHeader.ID).Events, events)
 }
 
 // Packing follows DSH's size-bounded bisection: 4 members of 300,000
@@ -103,7 +105,7 @@ func TestSQLitePackedRowByteLimit(t *testing.T) {
 		if got := physicalRows(t, s, testHeader.ID); !slices.Equal(got, c.want) {
 			t.Fatalf("%d × %d: rows %q, want %q", c.n, c.size, got, c.want)
 		}
-		assertSameEvents(t, "large deltas", readOne(t, s.path, testHeader.ID).Events, events)
+		dshfixtures.AssertSameEvents(t, "large deltas", readOne(t, s.path, testHeader.ID).Events, events)
 	}
 }
 
@@ -123,7 +125,7 @@ func TestSQLiteProvenance(t *testing.T) {
 	events[3].Ignorable = true
 	s.appendBatch(testHeader.ID, events)
 	got := readOne(t, s.path, testHeader.ID).Events
-	assertSameEvents(t, "provenance", got, events)
+	dshfixtures.AssertSameEvents(t, "provenance", got, events)
 	if got[0].HasSourceEventSeqs || !got[1].HasSourceEventSeqs || len(got[1].SourceEventSeqs) != 0 {
 		t.Fatalf("absent/empty provenance not kept apart: %+v %+v", got[0], got[1])
 	}
@@ -142,7 +144,7 @@ func TestSQLiteTornFinalPackedRow(t *testing.T) {
 	s.appendBatch(testHeader.ID, prefix)
 	s.insert(testHeader.ID, badRow)
 	got := readOne(t, s.path, testHeader.ID)
-	assertSameEvents(t, "prefix", got.Events, prefix)
+	dshfixtures.AssertSameEvents(t, "prefix", got.Events, prefix)
 	if got.Torn == nil || got.Torn.Marker != 3 || got.Torn.FromSeq != 3 || !strings.Contains(got.Torn.Reason, "malformed text-chunks storage row") {
 		t.Fatalf("torn = %+v", got.Torn)
 	}
@@ -290,7 +292,7 @@ func TestSQLitePerSessionRefusals(t *testing.T) {
 // read-only directory) reads fully and is left byte-identical, with no
 // -wal, -shm or journal files created.
 func TestSQLiteReadWritesNothing(t *testing.T) {
-	src := filepath.Join(fixtureDir(t, "dsh-oracle/j-medium"), "sessions.db")
+	src := filepath.Join(dshfixtures.Dir(t, "dsh-oracle/j-medium"), "sessions.db")
 	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +338,7 @@ func TestSQLiteReadsPendingWAL(t *testing.T) {
 	if info, err := os.Stat(s.path + "-wal"); err != nil || info.Size() == 0 {
 		t.Fatalf("no pending WAL: %v", err)
 	}
-	assertSameEvents(t, "wal", readOne(t, s.path, testHeader.ID).Events, events)
+	dshfixtures.AssertSameEvents(t, "wal", readOne(t, s.path, testHeader.ID).Events, events)
 }
 
 // The schema-17 reader and the JSONL writer compose: a store built from
@@ -345,7 +347,7 @@ func TestSQLiteMatchesSnapshotLogs(t *testing.T) {
 	s := newStore17(t)
 	var want []*Session
 	for _, dir := range []string{"acp-agent/packed-chunks", "acp-agent/subagent-fork-in-process"} {
-		for _, sess := range readAll(t, openJSONL(t, fixtureDir(t, "dsh-snapshots/"+dir))) {
+		for _, sess := range readAll(t, openJSONL(t, dshfixtures.Dir(t, "dsh-snapshots/"+dir))) {
 			h := sess.Header
 			h.Cwd = ptr("/work/" + h.ID)
 			sess.Header = h
@@ -360,6 +362,6 @@ func TestSQLiteMatchesSnapshotLogs(t *testing.T) {
 	for _, w := range want {
 		g := got[w.Header.ID]
 		assertSameHeader(t, w.Header.ID, g.Header, w.Header)
-		assertSameEvents(t, w.Header.ID, g.Events, w.Events)
+		dshfixtures.AssertSameEvents(t, w.Header.ID, g.Events, w.Events)
 	}
 }

@@ -1,6 +1,8 @@
 package dshformat
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"bytes"
 	"context"
 	"errors"
@@ -154,5 +156,5 @@ func TestWriteJSONLPacking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertSameEvents(t, "packed", s.Events, events)
+	dshfixtures.AssertSameEvents(t, "packed", s.Events, events)
 }

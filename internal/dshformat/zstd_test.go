@@ -1,6 +1,8 @@
 package dshformat
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"bytes"
 	"context"
 	"errors"
@@ -80,7 +82,7 @@ func TestZstdLogFrames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertSameEvents(t, "zstd", s.Events, events)
+	dshfixtures.AssertSameEvents(t, "zstd", s.Events, events)
 }
 
 // A torn final frame keeps every event in its complete blocks (DSH's
@@ -107,7 +109,7 @@ func TestZstdTornFinalFrameSalvage(t *testing.T) {
 		if s.Torn.Recovered != len(s.Events) || s.Torn.FromSeq != int64(len(s.Events)) {
 			t.Fatalf("cut at %d: recovered %d of %d events", cut, s.Torn.Recovered, len(s.Events))
 		}
-		assertSameEvents(t, fmt.Sprintf("cut at %d", cut), s.Events, events[:len(s.Events)])
+		dshfixtures.AssertSameEvents(t, fmt.Sprintf("cut at %d", cut), s.Events, events[:len(s.Events)])
 		checksumOnly := cut >= len(data)-4
 		if checksumOnly && len(s.Events) != len(events) {
 			t.Fatalf("checksum-only tear at %d recovered %d of %d events", cut, len(s.Events), len(events))

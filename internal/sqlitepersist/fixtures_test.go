@@ -1,6 +1,8 @@
 package sqlitepersist
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"bytes"
 	"context"
 	"os"
@@ -11,16 +13,11 @@ import (
 	"github.com/dsh-project/dsh/internal/session"
 )
 
-// snapshotDir holds session logs written by DSH itself, read in place.
-const snapshotDir = "../../../shared/fixtures/dsh-snapshots"
-
 // TestDSHLogsRoundTripByteExact stores every DSH-written log (those without
 // packed chunk rows, which are a JSONL storage detail) through CreateSession
 // and checks Inspect hands back events that encode to DSH's exact lines.
 func TestDSHLogsRoundTripByteExact(t *testing.T) {
-	if _, err := os.Stat(snapshotDir); err != nil {
-		t.Skipf("DSH snapshot fixtures not available at %s: %v", snapshotDir, err)
-	}
+	snapshotDir := dshfixtures.Dir(t, "dsh-snapshots")
 	ctx := context.Background()
 	paths, err := filepath.Glob(filepath.Join(snapshotDir, "*", "*", "session*.jsonl"))
 	if err != nil || len(paths) == 0 {

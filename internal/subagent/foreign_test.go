@@ -1,6 +1,8 @@
 package subagent
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -202,16 +204,6 @@ func appendTo(t *testing.T, path, text string) {
 	}
 }
 
-// oracleDir is one of DSH's oracle corpora, read in place.
-func oracleDir(t *testing.T, name string) string {
-	t.Helper()
-	dir := filepath.Join("../../../shared/fixtures/dsh-oracle", name)
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("DSH fixtures not available at %s: %v", dir, err)
-	}
-	return dir
-}
-
 // Over DSH's own corpora read in place, the rows are DSH's, and the logs
 // read are the ones DSH read: every cold child without the cache file, and
 // with it only those whose record cannot serve (these corpora have no
@@ -219,26 +211,8 @@ func oracleDir(t *testing.T, name string) string {
 func TestForeignListerOracleReads(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"a-continuable-and-oneshot", "g-nested-descendants"} {
-		dir := oracleDir(t, name)
-		raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var exp struct {
-			Listings map[string]struct {
-				Op          string         `json:"op"`
-				ID          string         `json:"id"`
-				Inspections map[string]int `json:"inspections"`
-				Result      []struct {
-					Kind  string  `json:"kind"`
-					ID    string  `json:"id"`
-					Label *string `json:"label"`
-				} `json:"result"`
-			} `json:"listings"`
-		}
-		if err := json.Unmarshal(raw, &exp); err != nil {
-			t.Fatal(err)
-		}
+		exp := dshfixtures.LoadOracle(t, name)
+		dir := exp.Dir
 		cache, err := dshformat.ReadProjcacheFile(ctx, filepath.Join(dir, "projcache", "session_projcache.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -256,11 +230,19 @@ func TestForeignListerOracleReads(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(rows) != len(want.Result) {
-					t.Fatalf("%s %s %s: %d rows, want %d", name, variant, key, len(rows), len(want.Result))
+				var dshRows []struct {
+					Kind  string  `json:"kind"`
+					ID    string  `json:"id"`
+					Label *string `json:"label"`
+				}
+				if err := json.Unmarshal(want.Result, &dshRows); err != nil {
+					t.Fatal(err)
+				}
+				if len(rows) != len(dshRows) {
+					t.Fatalf("%s %s %s: %d rows, want %d", name, variant, key, len(rows), len(dshRows))
 				}
 				for i, r := range rows {
-					w := want.Result[i]
+					w := dshRows[i]
 					if string(r.Kind) != w.Kind || r.ID != w.ID || fmt.Sprint(deref(r.Label)) != fmt.Sprint(deref(w.Label)) {
 						t.Errorf("%s %s %s row %d: %+v, want %+v", name, variant, key, i, r, w)
 					}

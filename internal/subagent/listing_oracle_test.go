@@ -1,9 +1,10 @@
 package subagent_test
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -15,41 +16,14 @@ import (
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
-// oracleDir holds corpora written by DSH 0.1.0-rc.8's real runtime with
-// DSH's own listing results (read in place, never copied).
-const oracleDir = "../../../shared/fixtures/dsh-oracle"
-
-type oracleExpected struct {
-	Files struct {
-		SQLite     string `json:"sqlite"`
-		JSONL      string `json:"jsonl"`
-		JSONLPlain string `json:"jsonlPlain"`
-	} `json:"files"`
-	Listings map[string]struct {
-		Op         string            `json:"op"`
-		ID         string            `json:"id"`
-		Result     []json.RawMessage `json:"result"`
-		ListAgents struct {
-			Text string `json:"text"`
-		} `json:"listAgents"`
-	} `json:"listings"`
-}
-
 // Every DSH oracle corpus, in every storage variant, imported into a dsh
 // store, lists exactly as DSH listed it — rows byte for byte in DSH's key
 // order, and the list_agents text — with the checkpoint cache empty (every
 // child read from its log) and filled (as writers leave it).
 func TestOracleListings(t *testing.T) {
-	for _, name := range []string{"a-continuable-and-oneshot", "g-nested-descendants", "j-medium"} {
-		dir := filepath.Join(oracleDir, name)
-		raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
-		if err != nil {
-			t.Skipf("DSH oracle corpora not available at %s: %v", oracleDir, err)
-		}
-		var exp oracleExpected
-		if err := json.Unmarshal(raw, &exp); err != nil {
-			t.Fatal(err)
-		}
+	for _, name := range dshfixtures.OracleCorpora {
+		exp := dshfixtures.LoadOracle(t, name)
+		dir := exp.Dir
 		variants := map[string]func(context.Context) (dshformat.Source, error){
 			"sqlite": func(ctx context.Context) (dshformat.Source, error) {
 				return dshformat.OpenDSHSQLite(ctx, filepath.Join(dir, exp.Files.SQLite))
@@ -81,12 +55,16 @@ func TestOracleListings(t *testing.T) {
 						if err != nil {
 							t.Fatalf("%s: %v", key, err)
 						}
-						if len(rows) != len(want.Result) {
-							t.Errorf("%s: %d rows, DSH listed %d", key, len(rows), len(want.Result))
+						var dshRows []json.RawMessage
+						if err := json.Unmarshal(want.Result, &dshRows); err != nil {
+							t.Fatal(err)
+						}
+						if len(rows) != len(dshRows) {
+							t.Errorf("%s: %d rows, DSH listed %d", key, len(rows), len(dshRows))
 							continue
 						}
 						for i, r := range rows {
-							dshRow, err := jsjson.Compact(want.Result[i])
+							dshRow, err := jsjson.Compact(dshRows[i])
 							if err != nil {
 								t.Fatal(err)
 							}

@@ -1,6 +1,8 @@
 package subagent
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -427,18 +429,14 @@ func BenchmarkStartEcho(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "children/s")
 }
 
-// snapshotsDir holds session logs DSH itself wrote for its snapshot tests,
-// read in place.
-var snapshotsDir = filepath.Join("..", "..", "..", "shared", "fixtures", "dsh-snapshots", "acp-agent")
-
 // dshSnapshot reads one DSH-written session file (packed chunk rows
 // expanded), substituting an absolute cwd for the fixtures' placeholder.
 func dshSnapshot(t *testing.T, scenario, file string) *dshformat.Session {
 	t.Helper()
-	path := filepath.Join(snapshotsDir, scenario, file)
+	path := filepath.Join(dshfixtures.Dir(t, filepath.Join("dsh-snapshots", "acp-agent", scenario)), file)
 	src, err := dshformat.OpenJSONL(context.Background(), path)
 	if err != nil {
-		t.Skipf("DSH snapshot fixtures not found (%v)", err)
+		t.Fatal(err)
 	}
 	hs, err := src.Headers(context.Background())
 	if err != nil || len(hs) != 1 {

@@ -1,6 +1,8 @@
 package transfer
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"context"
 	"io/fs"
 	"path/filepath"
@@ -68,7 +70,7 @@ func benchmarkImport(b *testing.B, loc Location) {
 // events, long streamed replies) from DSH's zstd JSONL and its schema-17
 // SQLite store.
 func BenchmarkImport(b *testing.B) {
-	dir := fixtureDir(b, "dsh-oracle/j-medium")
+	dir := dshfixtures.Dir(b, "dsh-oracle/j-medium")
 	b.Run("jsonl-zstd", func(b *testing.B) { benchmarkImport(b, Location{KindJSONL, filepath.Join(dir, "jsonl")}) })
 	b.Run("dsh-sqlite", func(b *testing.B) { benchmarkImport(b, Location{KindDSHSQLite, filepath.Join(dir, "sessions.db")}) })
 }

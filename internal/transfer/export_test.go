@@ -1,6 +1,8 @@
 package transfer
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"bufio"
 	"context"
 	"errors"
@@ -20,7 +22,7 @@ import (
 // DSH-written session files.
 func snapshotScenarios(t *testing.T) []string {
 	t.Helper()
-	root := fixtureDir(t, "dsh-snapshots")
+	root := dshfixtures.Dir(t, "dsh-snapshots")
 	var dirs []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -59,7 +61,7 @@ func sameHeader(a, b session.Header) bool {
 func TestSnapshotsRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	for i, dir := range snapshotScenarios(t) {
-		name, _ := filepath.Rel(fixtureDir(t, "dsh-snapshots"), dir)
+		name, _ := filepath.Rel(dshfixtures.Dir(t, "dsh-snapshots"), dir)
 		t.Run(name, func(t *testing.T) {
 			src := openSource(t, Location{KindJSONL, dir})
 			if p := src.Problems(); len(p) > 0 {
@@ -106,8 +108,8 @@ func TestSnapshotsRoundTrip(t *testing.T) {
 					t.Fatalf("%s: headers\nsource   %s\nimported %s\nround    %s", id,
 						found.Header.MarshalJSONL(), a.Header.MarshalJSONL(), b.Header.MarshalJSONL())
 				}
-				assertSameEvents(t, id+" imported", a.Events, found.Events)
-				assertSameEvents(t, id+" round trip", b.Events, a.Events)
+				dshfixtures.AssertSameEvents(t, id+" imported", a.Events, found.Events)
+				dshfixtures.AssertSameEvents(t, id+" round trip", b.Events, a.Events)
 				var va, vb *session.ValidationError
 				if errors.As(a.ReadErr, &va) != errors.As(b.ReadErr, &vb) || (va != nil && (va.Rule != vb.Rule || va.Seq != vb.Seq)) {
 					t.Fatalf("%s: verdict %v before, %v after the round trip", id, a.ReadErr, b.ReadErr)

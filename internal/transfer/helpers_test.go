@@ -1,11 +1,9 @@
 package transfer
 
 import (
-	"bytes"
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,18 +15,6 @@ import (
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
-
-// fixtures is DSH's real data, read in place (never copied).
-const fixtures = "../../../shared/fixtures"
-
-func fixtureDir(t testing.TB, rel string) string {
-	t.Helper()
-	dir := filepath.Join(fixtures, rel)
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("DSH fixtures not available at %s: %v", dir, err)
-	}
-	return dir
-}
 
 func openStore(t testing.TB) *sqlitepersist.Store {
 	t.Helper()
@@ -75,57 +61,9 @@ func result(t testing.TB, sum Summary, id string) Result {
 	return Result{}
 }
 
-// encodeEvents is the byte form logs are compared by: each event as DSH's
-// envelope encoder writes it.
-func encodeEvents(t testing.TB, events []session.Event) [][]byte {
-	t.Helper()
-	out := make([][]byte, len(events))
-	for i, e := range events {
-		b, err := e.MarshalJSON()
-		if err != nil {
-			t.Fatalf("event %d: %v", i, err)
-		}
-		out[i] = b
-	}
-	return out
-}
-
-func assertSameEvents(t testing.TB, what string, got, want []session.Event) {
-	t.Helper()
-	g, w := encodeEvents(t, got), encodeEvents(t, want)
-	if len(g) != len(w) {
-		t.Fatalf("%s: %d events, want %d", what, len(g), len(w))
-	}
-	for i := range g {
-		if !bytes.Equal(g[i], w[i]) {
-			t.Fatalf("%s: event %d differs:\n got %s\nwant %s", what, i, g[i], w[i])
-		}
-	}
-}
-
-// jsonTokens is a JSON text as its token stream: values, and object keys
-// in the order they were written, so that two texts compare equal only
-// when their structure, values and key order are the same.
-func jsonTokens(t testing.TB, text []byte) []any {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(text))
-	dec.UseNumber()
-	var toks []any
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return toks
-		}
-		if err != nil {
-			t.Fatalf("decode %s: %v", text, err)
-		}
-		toks = append(toks, tok)
-	}
-}
-
 func assertSameJSON(t testing.TB, what string, got, want []byte) {
 	t.Helper()
-	if !slices.Equal(jsonTokens(t, got), jsonTokens(t, want)) {
+	if !slices.Equal(dshfixtures.JSONTokens(t, got), dshfixtures.JSONTokens(t, want)) {
 		t.Fatalf("%s:\n got %s\nwant %s", what, got, want)
 	}
 }
@@ -146,7 +84,7 @@ func listingJSON(rows []subagent.Row) []byte {
 // valid log of one completed turn whose descriptor is its first event.
 func template(t testing.TB) *dshformat.Session {
 	t.Helper()
-	dir := fixtureDir(t, "dsh-oracle/a-continuable-and-oneshot/jsonl-plain")
+	dir := dshfixtures.Dir(t, "dsh-oracle/a-continuable-and-oneshot/jsonl-plain")
 	src, err := dshformat.OpenJSONL(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
 package transfer
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"context"
 	"errors"
 	"fmt"
@@ -115,7 +117,7 @@ func TestImportKeepsDamageAsFound(t *testing.T) {
 		if stored.Header.Witness() != found.Header.Witness() || stored.Header.InheritedCut() != found.Header.InheritedCut() {
 			t.Errorf("%s: stored header %s, found %s", id, stored.Header.MarshalJSONL(), found.Header.MarshalJSONL())
 		}
-		assertSameEvents(t, id, stored.Events, found.Events)
+		dshfixtures.AssertSameEvents(t, id, stored.Events, found.Events)
 
 		_, events, readErr := subagent.ReadForeign(ctx, src, id)
 		in, inspectErr := st.Inspect(ctx, id)
@@ -132,7 +134,7 @@ func TestImportKeepsDamageAsFound(t *testing.T) {
 		if in.Torn != nil && (in.Torn.FromSeq != found.Torn.FromSeq || string(in.Torn.Raw) != string(found.Torn.Raw)) {
 			t.Errorf("%s: torn tail %+v stored, found %+v", id, in.Torn, found.Torn)
 		}
-		assertSameEvents(t, id+" closers", in.Closers, session.InterruptedTurnClosers(events))
+		dshfixtures.AssertSameEvents(t, id+" closers", in.Closers, session.InterruptedTurnClosers(events))
 	}
 }
 

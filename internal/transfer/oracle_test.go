@@ -1,9 +1,9 @@
 package transfer
 
 import (
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -11,45 +11,9 @@ import (
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
-var oracleCorpora = []string{"a-continuable-and-oneshot", "g-nested-descendants", "j-medium"}
-
-// oracle is what an expected.json holds that these tests check against.
-type oracle struct {
-	Files struct {
-		SQLite          string `json:"sqlite"`
-		JSONL           string `json:"jsonl"`
-		JSONLPlain      string `json:"jsonlPlain"`
-		ProjectionCache string `json:"projectionCache"`
-	} `json:"files"`
-	Listings map[string]struct {
-		Op         string          `json:"op"`
-		ID         string          `json:"id"`
-		Result     json.RawMessage `json:"result"`
-		ListAgents struct {
-			Text string `json:"text"`
-		} `json:"listAgents"`
-	} `json:"listings"`
-}
-
-func loadOracle(t *testing.T, name string) (string, oracle) {
-	t.Helper()
-	dir := fixtureDir(t, filepath.Join("dsh-oracle", name))
-	raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var o oracle
-	if err := json.Unmarshal(raw, &o); err != nil {
-		t.Fatal(err)
-	}
-	if len(o.Listings) == 0 {
-		t.Fatalf("%s: expected.json has no listings", name)
-	}
-	return dir, o
-}
-
-// sources is every form of an oracle corpus dsh imports.
-func (o oracle) sources(dir string) map[string]Location {
+// oracleSources is every form of an oracle corpus dsh imports.
+func oracleSources(o dshfixtures.Oracle) map[string]Location {
+	dir := o.Dir
 	locs := map[string]Location{
 		"sqlite": {KindDSHSQLite, filepath.Join(dir, o.Files.SQLite)},
 		"jsonl":  {KindJSONL, filepath.Join(dir, o.Files.JSONL)},
@@ -65,9 +29,9 @@ func (o oracle) sources(dir string) map[string]Location {
 // key order) and the list_agents text.
 func TestImportedOracleListings(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range oracleCorpora {
-		dir, o := loadOracle(t, name)
-		for variant, loc := range o.sources(dir) {
+	for _, name := range dshfixtures.OracleCorpora {
+		o := dshfixtures.LoadOracle(t, name)
+		for variant, loc := range oracleSources(o) {
 			t.Run(name+"/"+variant, func(t *testing.T) {
 				st := openStore(t)
 				sum := importAll(t, st, loc)

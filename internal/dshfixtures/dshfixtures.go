@@ -1,0 +1,154 @@
+// Package dshfixtures is how dsh's tests read the real DSH data in
+// ../shared/fixtures: found in place beside the repository (never copied),
+// with the test skipped and a clear message when it is absent. It also holds
+// the oracle corpora's expected.json shape and the comparisons several
+// packages' tests make against DSH's own bytes.
+package dshfixtures
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// Dir returns the path of rel under the shared fixtures, skipping t when the
+// fixtures are not there.
+func Dir(t testing.TB, rel string) string {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Skipf("DSH fixtures not available: %v", err)
+	}
+	dir := filepath.Join(root, "..", "shared", "fixtures", rel)
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("DSH fixtures not available at %s: %v", dir, err)
+	}
+	return dir
+}
+
+// moduleRoot is the directory holding go.mod, found upwards from the working
+// directory (a test runs in its package's directory).
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// OracleCorpora names the corpora under dsh-oracle/, written by DSH
+// 0.1.0-rc.8's real runtime.
+var OracleCorpora = []string{"a-continuable-and-oneshot", "g-nested-descendants", "j-medium"}
+
+// Oracle is what an oracle corpus's expected.json records.
+type Oracle struct {
+	// Dir is the corpus directory.
+	Dir   string `json:"-"`
+	Files struct {
+		SQLite          string `json:"sqlite"`
+		JSONL           string `json:"jsonl"`
+		JSONLPlain      string `json:"jsonlPlain"`
+		ProjectionCache string `json:"projectionCache"`
+	} `json:"files"`
+	// Listings are DSH's own listChildren/listDescendants results.
+	Listings map[string]Listing `json:"listings"`
+	// Corpus is every header, or {"sessions": N} for the large corpus.
+	Corpus json.RawMessage `json:"corpus"`
+}
+
+// Listing is one of DSH's listings of a corpus.
+type Listing struct {
+	Op string `json:"op"` // "children" or "descendants"
+	ID string `json:"id"`
+	// Result is DSH's SubagentListEntry array, as DSH printed it.
+	Result     json.RawMessage `json:"result"`
+	ListAgents struct {
+		Text string `json:"text"`
+	} `json:"listAgents"`
+	// Inspections counts the cold log reads DSH made, per variant.
+	Inspections map[string]int `json:"inspections"`
+}
+
+// LoadOracle reads the named oracle corpus's expected.json.
+func LoadOracle(t testing.TB, name string) Oracle {
+	t.Helper()
+	dir := Dir(t, filepath.Join("dsh-oracle", name))
+	raw, err := os.ReadFile(filepath.Join(dir, "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o Oracle
+	if err := json.Unmarshal(raw, &o); err != nil {
+		t.Fatalf("%s/expected.json: %v", name, err)
+	}
+	if len(o.Listings) == 0 {
+		t.Fatalf("%s/expected.json has no listings", name)
+	}
+	o.Dir = dir
+	return o
+}
+
+// EncodeEvents is the byte form logs are compared by: each event as
+// session.Event.MarshalJSON (DSH's envelope encoder) writes it.
+func EncodeEvents(t testing.TB, events []session.Event) [][]byte {
+	t.Helper()
+	out := make([][]byte, len(events))
+	for i, e := range events {
+		b, err := e.MarshalJSON()
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// AssertSameEvents fails t unless got and want encode to the same bytes,
+// event by event.
+func AssertSameEvents(t testing.TB, what string, got, want []session.Event) {
+	t.Helper()
+	g, w := EncodeEvents(t, got), EncodeEvents(t, want)
+	if len(g) != len(w) {
+		t.Fatalf("%s: %d events, want %d", what, len(g), len(w))
+	}
+	for i := range g {
+		if !bytes.Equal(g[i], w[i]) {
+			t.Fatalf("%s: event %d differs:\n got %s\nwant %s", what, i, g[i], w[i])
+		}
+	}
+}
+
+// JSONTokens is a JSON text as its token stream: values, and object keys in
+// the order they were written, so two texts compare equal only when their
+// structure, values and key order are the same.
+func JSONTokens(t testing.TB, text []byte) []any {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	var toks []any
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return toks
+		}
+		if err != nil {
+			t.Fatalf("decode %s: %v", text, err)
+		}
+		toks = append(toks, tok)
+	}
+}
