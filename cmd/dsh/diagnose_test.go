@@ -21,16 +21,9 @@ import (
 // would repair, expire or rewrite something.
 func seedDamagedChildren(t *testing.T, db string) {
 	t.Helper()
+	s := openSeedStore(t, db)
+	defer closeSeedStore(t, s)
 	ctx := context.Background()
-	s, err := sqlitepersist.Open(ctx, db, sqlitepersist.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}()
 	cwd := t.TempDir()
 	child := func(id string) session.Header {
 		return session.Header{ID: id, CreatedAt: 1700000000000, Cwd: &cwd, ParentSession: strPtr("p"),

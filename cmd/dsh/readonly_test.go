@@ -41,20 +41,31 @@ func event(typ string, seq int64, data string) session.Event {
 	return session.Event{Type: typ, Seq: seq, Time: 1700000000000 + seq, Data: json.RawMessage(data)}
 }
 
+// openSeedStore opens (creating) the database a test seeds through dsh's own
+// write paths; closeSeedStore closes it, failing the test if that fails.
+func openSeedStore(t *testing.T, db string) *sqlitepersist.Store {
+	t.Helper()
+	s, err := sqlitepersist.Open(context.Background(), db, sqlitepersist.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func closeSeedStore(t *testing.T, s *sqlitepersist.Store) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A corpus with a balanced session, one with an interrupted turn and one
 // with a torn tail: the cases where a careless read would repair.
 func seedReadOnlyCorpus(t *testing.T, db string) {
 	t.Helper()
+	s := openSeedStore(t, db)
+	defer closeSeedStore(t, s)
 	ctx := context.Background()
-	s, err := sqlitepersist.Open(ctx, db, sqlitepersist.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}()
 	cwd := t.TempDir()
 	header := func(id string) session.Header {
 		return session.Header{ID: id, CreatedAt: 1700000000000, Cwd: &cwd}
@@ -74,8 +85,7 @@ func seedReadOnlyCorpus(t *testing.T, db string) {
 	// whose log has a torn tail (a listing must not repair it either).
 	child := func(id string) session.Header {
 		h := header(id)
-		parent, origin, depth := "balanced", session.OriginSubagent, int64(1)
-		h.ParentSession, h.Origin, h.DelegationDepth = &parent, &origin, &depth
+		h.ParentSession, h.Origin, h.DelegationDepth = strPtr("balanced"), strPtr(session.OriginSubagent), int64Ptr(1)
 		return h
 	}
 	described := []session.Event{
