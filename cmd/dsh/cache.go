@@ -132,6 +132,25 @@ func printFindings(p *render.Printer, findings []projcache.Finding) error {
 	return l.Close()
 }
 
+// withCacheTargets gives verify and rebuild their shared flags (--all, -o)
+// and a RunE that resolves the targets and the printer before run.
+func withCacheTargets(a *app, cmd *cobra.Command, allUsage string, run func(ctx context.Context, p *render.Printer, ids []string, all bool) error) {
+	var all bool
+	cmd.Flags().BoolVar(&all, "all", false, allUsage)
+	out := addOutputFlag(cmd, render.Table, render.JSON, render.JSONL)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ids, err := cacheTargets(cmd, args, all)
+		if err != nil {
+			return err
+		}
+		p, err := out.printer(a, cmd)
+		if err != nil {
+			return err
+		}
+		return run(cmd.Context(), p, ids, all)
+	}
+}
+
 // cacheTargets resolves `[ID…|--all]`: the named sessions, or with --all
 // every record (verify) or every session of the store (rebuild).
 func cacheTargets(cmd *cobra.Command, args []string, all bool) ([]string, error) {
@@ -153,7 +172,6 @@ func cacheTargets(cmd *cobra.Command, args []string, all bool) ([]string, error)
 }
 
 func newCacheVerifyCmd(a *app) *cobra.Command {
-	var all bool
 	cmd := &cobra.Command{
 		Use:   "verify [ID…|--all]",
 		Short: "Refold sessions from their logs and report records that disagree",
@@ -167,19 +185,9 @@ merely lags the log is not a finding. Read-only.
 ` + exitStatusHelp(exitLine{1, "verified, and some record disagrees with its log"}),
 		Example: "  dsh cache verify --all\n  dsh cache verify 7cc39d3a-da07-4b5f-9b28-59bc4f2fe550 -o json",
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "verify every record")
-	out := addOutputFlag(cmd, render.Table, render.JSON, render.JSONL)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ids, err := cacheTargets(cmd, args, all)
-		if err != nil {
-			return err
-		}
-		p, err := out.printer(a, cmd)
-		if err != nil {
-			return err
-		}
-		return runCacheVerify(cmd.Context(), a, p, ids)
-	}
+	withCacheTargets(a, cmd, "verify every record", func(ctx context.Context, p *render.Printer, ids []string, _ bool) error {
+		return runCacheVerify(ctx, a, p, ids)
+	})
 	return cmd
 }
 
@@ -211,7 +219,6 @@ func runCacheVerify(ctx context.Context, a *app, p *render.Printer, ids []string
 }
 
 func newCacheRebuildCmd(a *app) *cobra.Command {
-	var all bool
 	var mode progressMode
 	cmd := &cobra.Command{
 		Use:   "rebuild [ID…|--all]",
@@ -225,21 +232,11 @@ bar is drawn on stderr when it is a terminal.
 ` + exitStatusHelp(),
 		Example: "  dsh cache rebuild --all\n  dsh cache rebuild 7cc39d3a-da07-4b5f-9b28-59bc4f2fe550",
 	}
-	cmd.Flags().BoolVar(&all, "all", false, "rebuild the record of every session")
 	cmd.Flags().BoolVar(&mode.force, "progress", false, "draw a progress bar even when stderr is not a terminal")
 	cmd.Flags().BoolVar(&mode.quiet, "quiet", false, "never draw a progress bar")
-	out := addOutputFlag(cmd, render.Table, render.JSON, render.JSONL)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ids, err := cacheTargets(cmd, args, all)
-		if err != nil {
-			return err
-		}
-		p, err := out.printer(a, cmd)
-		if err != nil {
-			return err
-		}
-		return runCacheRebuild(cmd.Context(), a, p, ids, all, mode)
-	}
+	withCacheTargets(a, cmd, "rebuild the record of every session", func(ctx context.Context, p *render.Printer, ids []string, all bool) error {
+		return runCacheRebuild(ctx, a, p, ids, all, mode)
+	})
 	return cmd
 }
 
