@@ -271,6 +271,15 @@ func TestPutRefuses(t *testing.T) {
 	}
 }
 
+// putOneShot writes h's checkpoint: a one-shot identity labelled n<i>.
+func putOneShot(t *testing.T, c *projcache.Cache, reg *projcache.Registry, h session.Header, i int) {
+	t.Helper()
+	cp, asOf := folded(t, reg, events("turn/start", fmt.Sprintf(`subagent/descriptor={"version":2,"mode":"one-shot","provider":"spawn","label":"n%d"}`, i)))
+	if err := c.Put(context.Background(), h, asOf, cp); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLookupMany(t *testing.T) {
 	ctx := context.Background()
 	_, db := openDB(t)
@@ -284,10 +293,7 @@ func TestLookupMany(t *testing.T) {
 		if i == 4 {
 			continue // no record
 		}
-		cp, asOf := folded(t, reg, events("turn/start", fmt.Sprintf(`subagent/descriptor={"version":2,"mode":"one-shot","provider":"spawn","label":"n%d"}`, i)))
-		if err := c.Put(ctx, h, asOf, cp); err != nil {
-			t.Fatal(err)
-		}
+		putOneShot(t, c, reg, h, i)
 	}
 	if _, err := db.ExecContext(ctx, `UPDATE projection_checkpoints SET rows = 'x' WHERE session_id = 'child-2'`); err != nil {
 		t.Fatal(err)
@@ -639,10 +645,7 @@ func TestLookupManyByParentRange(t *testing.T) {
 		if i == 38 {
 			written.ParentSession = ptr("another-parent")
 		}
-		cp, asOf := folded(t, reg, events("turn/start", fmt.Sprintf(`subagent/descriptor={"version":2,"mode":"one-shot","provider":"spawn","label":"n%d"}`, i)))
-		if err := c.Put(ctx, written, asOf, cp); err != nil {
-			t.Fatal(err)
-		}
+		putOneShot(t, c, reg, written, i)
 	}
 	if _, err := db.ExecContext(ctx, `UPDATE projection_checkpoints SET rows = 'x' WHERE session_id = 'child-02'`); err != nil {
 		t.Fatal(err)
