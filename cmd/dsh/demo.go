@@ -5,20 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-project/dsh/internal/diagnose"
 	"github.com/dsh-project/dsh/internal/jsjson"
-	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
-// demoParent is the root of the sample corpus; its presence means the demo
-// corpus is already in the database.
+// demoParent is the root of the sample corpus.
 const demoParent = "demo-parent"
 
 func newDemoCmd(a *app) *cobra.Command {
@@ -29,8 +28,9 @@ func newDemoCmd(a *app) *cobra.Command {
 (descendants scope) and, in table output, what dsh diagnose finds, to show
 what dsh does on a fresh machine.
 
-The corpus is written the way DSH lays sessions out, through dsh's own write
-paths, in one transaction:
+The corpus is written through dsh's own write paths: the children are
+started with the echo provider exactly as dsh start starts them, the broken
+child is written as a crashed writer would have left it:
   demo-parent       a root session with one completed turn
   demo-continuable  a continuable child that finished its first turn
   demo-one-shot     a one-shot child (listed; hidden from -o agents)
@@ -38,9 +38,10 @@ paths, in one transaction:
   demo-broken       a child whose descriptor is malformed (diagnostic: corrupt)
   demo-grandchild   a continuable child of demo-continuable (depth 2)
 
-The ids are fixed. When demo-parent already exists the corpus is left as it
-is and only listed again, so running dsh demo twice is harmless; remove the
-database (or use another --db) for a fresh corpus.
+The ids are fixed. Sessions already in the database are left as they are and
+only the missing ones are written, so running dsh demo again (even after an
+interrupted run) is harmless; remove the database (or use another --db) for
+a fresh corpus.
 
 ` + exitStatusHelp(),
 		Example: "  dsh demo\n  dsh demo -o json\n  dsh --db /tmp/demo.db demo && dsh --db /tmp/demo.db list --parent demo-parent -o agents",
@@ -63,16 +64,17 @@ func runDemo(ctx context.Context, a *app, p *render.Printer) (err error) {
 		return err
 	}
 	defer closeStore(s, &err)
-	_, err = s.Header(ctx, demoParent)
-	switch {
-	case errors.Is(err, sqlitepersist.ErrNotFound):
-		if err := writeDemoCorpus(ctx, s, a.now().UnixMilli()); err != nil {
-			return err
-		}
-		fmt.Fprintf(a.stderr, "dsh: wrote the demo corpus to %s\n", render.Escape(s.Path()))
-	case err != nil:
+	rt, err := a.runtime(s)
+	if err != nil {
 		return err
-	default:
+	}
+	wrote, err := writeDemoCorpus(ctx, s, rt, a.now())
+	if err != nil {
+		return err
+	}
+	if wrote {
+		fmt.Fprintf(a.stderr, "dsh: wrote the demo corpus to %s\n", render.Escape(s.Path()))
+	} else {
 		fmt.Fprintf(a.stderr, "dsh: the demo corpus is already in %s; listing it\n", render.Escape(s.Path()))
 	}
 	rows, err := subagent.NewStoreLister(s, s, subagent.DefaultColdConcurrency).ListDescendants(ctx, demoParent)
@@ -108,141 +110,91 @@ func showDemoDiagnosis(ctx context.Context, a *app, s *sqlitepersist.Store, p *r
 	return out.Close(sum)
 }
 
-// writeDemoCorpus writes the sample sessions in one transaction, each child
-// with the checkpoint record its writer leaves at the end of its turn.
-func writeDemoCorpus(ctx context.Context, s *sqlitepersist.Store, now int64) error {
+// demoStart is one child of the sample corpus, started like dsh start.
+type demoStart struct {
+	id, parent string
+	mode       subagent.Mode
+	label      string
+	message    string
+}
+
+var demoStarts = []demoStart{
+	{"demo-continuable", demoParent, subagent.ModeContinuable, "summarize the design notes", "Summarize the design notes."},
+	{"demo-one-shot", demoParent, subagent.ModeOneShot, "count the TODOs", "Count the TODOs in the tree."},
+	{"demo-grandchild", "demo-continuable", subagent.ModeContinuable, "check one section", "Check the section on caching."},
+}
+
+// writeDemoCorpus writes whatever part of the sample corpus is missing and
+// reports whether it wrote anything. The root, its ordinary fork and the
+// broken child go in one transaction; each other child is a real start
+// whose turn the echo provider answers. Every session gets its own
+// millisecond, so the listing order is the order above.
+func writeDemoCorpus(ctx context.Context, s *sqlitepersist.Store, rt *subagent.Runtime, now time.Time) (bool, error) {
+	wrote := false
+	if _, err := s.Header(ctx, demoParent); errors.Is(err, sqlitepersist.ErrNotFound) {
+		if err := writeDemoRoot(ctx, s, now.UnixMilli()); err != nil {
+			return false, err
+		}
+		wrote = true
+	} else if err != nil {
+		return false, err
+	}
+	for i, d := range demoStarts {
+		if _, err := s.Header(ctx, d.id); err == nil {
+			continue
+		} else if !errors.Is(err, sqlitepersist.ErrNotFound) {
+			return false, err
+		}
+		at := now.Add(time.Duration(5+i) * time.Millisecond)
+		rt.Now = func() time.Time { return at }
+		label := d.label
+		if _, err := rt.Start(ctx, subagent.StartRequest{
+			Parent: d.parent, ChildID: d.id, Mode: d.mode, Label: &label, Message: d.message, MaxDepth: 2,
+		}); err != nil {
+			return false, fmt.Errorf("start demo child %s: %w", d.id, err)
+		}
+		wrote = true
+	}
+	return wrote, nil
+}
+
+// writeDemoRoot writes the root session with one completed turn, its
+// ordinary fork and a subagent child whose only descriptor is malformed (a
+// provider that is not a string), in one transaction. The broken child is
+// dated after the started ones so that it lists last.
+func writeDemoRoot(ctx context.Context, s *sqlitepersist.Store, now int64) error {
 	cwd := "/demo/work"
-	b := demoLog{time: now}
 	parent := session.Header{Version: session.FormatVersion, ID: demoParent, CreatedAt: now, Cwd: &cwd}
-	parentLog := b.turn(nil, 1, "Plan the release notes.", "Here is a plan.")
-
-	continuable := demoChild("demo-continuable", demoParent, 1, now+1, cwd)
-	continuableLog := b.turn(b.continuableSeed("summarize the design notes"), 1,
-		"Summarize the design notes.", "The notes describe a listing with three rungs.")
-
-	oneShot := demoChild("demo-one-shot", demoParent, 1, now+2, cwd)
-	oneShotLog := b.oneShotTurn("count the TODOs", "Count the TODOs in the tree.", "There are 12.")
-
-	fork, forkSeed := session.Fork(parent, parentLog, "demo-fork", now+3)
-
-	broken := demoChild("demo-broken", demoParent, 1, now+4, cwd)
-	brokenLog := b.append(nil,
-		demoEvent{session.TypeTurnStart, `{"turn":1}`},
-		demoEvent{session.TypeUserMessage, b.userMessage("Do something.")},
-		// provider must be a string: DSH reads this as malformed.
-		demoEvent{session.TypeDescriptor, `{"version":2,"mode":"continuable","provider":7,"label":"broken"}`},
-		demoEvent{session.TypeTurnEnd, `{"turn":1,"reason":{"kind":"completed"}}`})
-
-	grandchild := demoChild("demo-grandchild", "demo-continuable", 2, now+5, cwd)
-	grandchildLog := b.turn(b.continuableSeed("check one section"), 1,
-		"Check the section on caching.", "It is consistent.")
-
-	reg := subagent.NewRegistry()
+	turn := func(messageID, user string, tail ...session.Event) []session.Event {
+		log := []session.Event{
+			{Type: session.TypeTurnStart, Data: json.RawMessage(`{"turn":1}`)},
+			{Type: session.TypeUserMessage, SurfaceOp: json.RawMessage(`"append"`),
+				Data: json.RawMessage(`{"content":[{"type":"text","text":` + jsjson.String(user) + `}],"source":{"kind":"user"},"role":"user","id":` + jsjson.String(messageID) + `}`)},
+		}
+		log = append(log, tail...)
+		log = append(log, session.Event{Type: session.TypeTurnEnd, Data: json.RawMessage(`{"turn":1,"reason":{"kind":"completed"}}`)})
+		for i := range log {
+			log[i].Seq, log[i].Time = int64(i), now
+		}
+		return log
+	}
+	parentLog := turn("demo-user-1", "Plan the release notes.")
+	fork, forkSeed := session.Fork(parent, parentLog, "demo-fork", now+1)
+	origin, depth := session.OriginSubagent, int64(1)
+	parentID := demoParent
+	broken := session.Header{Version: session.FormatVersion, ID: "demo-broken", CreatedAt: now + 8, Cwd: &cwd,
+		ParentSession: &parentID, Origin: &origin, DelegationDepth: &depth}
+	brokenLog := turn("demo-user-2", "Do something.", session.Event{Type: session.TypeDescriptor,
+		Data: json.RawMessage(`{"version":2,"mode":"continuable","provider":7,"label":"broken"}`)})
 	return s.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
-		cache := projcache.NewCache(tx.Querier(), reg)
 		for _, w := range []struct {
 			h      session.Header
 			events []session.Event
-		}{
-			{parent, parentLog}, {continuable, continuableLog}, {oneShot, oneShotLog},
-			{fork, forkSeed}, {broken, brokenLog}, {grandchild, grandchildLog},
-		} {
+		}{{parent, parentLog}, {fork, forkSeed}, {broken, brokenLog}} {
 			if err := tx.CreateSession(ctx, w.h, w.events); err != nil {
-				return err
-			}
-			if !w.h.IsSubagent() {
-				continue
-			}
-			f := reg.NewFold()
-			f.Apply(w.events...)
-			cp, err := f.Checkpoint()
-			if err != nil {
-				return fmt.Errorf("fold demo session %s: %w", w.h.ID, err)
-			}
-			if err := cache.Put(ctx, w.h, f.AsOfSeq(), cp); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-}
-
-func demoChild(id, parent string, depth, createdAt int64, cwd string) session.Header {
-	origin := session.OriginSubagent
-	return session.Header{Version: session.FormatVersion, ID: id, CreatedAt: createdAt, Cwd: &cwd,
-		ParentSession: &parent, Origin: &origin, DelegationDepth: &depth}
-}
-
-// demoLog builds event logs in DSH's layouts (semantics §7.2); every event
-// is stamped with the demo's clock.
-type demoLog struct {
-	time     int64
-	messages int
-}
-
-type demoEvent struct{ typ, data string }
-
-// append adds events to log, numbering them from its end.
-func (b *demoLog) append(log []session.Event, events ...demoEvent) []session.Event {
-	for _, e := range events {
-		ev := session.Event{Type: e.typ, Seq: int64(len(log)), Time: b.time, Data: json.RawMessage(e.data)}
-		if e.typ == session.TypeUserMessage || e.typ == session.TypeAssistantMsg {
-			ev.SurfaceOp = json.RawMessage(`"append"`)
-		}
-		log = append(log, ev)
-	}
-	return log
-}
-
-func (b *demoLog) nextID(prefix string) string {
-	b.messages++
-	return fmt.Sprintf("%s-%d", prefix, b.messages)
-}
-
-func (b *demoLog) userMessage(text string) string {
-	return `{"content":[{"type":"text","text":` + jsjson.String(text) + `}],"source":{"kind":"user"},"role":"user","id":` + jsjson.String(b.nextID("demo-user")) + `}`
-}
-
-func (b *demoLog) assistantMessage(turn int, text string) string {
-	return fmt.Sprintf(`{"turn":%d,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":%s}],"source":{"kind":"model","provider":"echo","model":"echo"},"id":%s}}`,
-		turn, jsjson.String(text), jsjson.String(b.nextID("demo-assistant")))
-}
-
-// turn appends one completed turn: a user message and the model's reply in
-// one step.
-func (b *demoLog) turn(log []session.Event, turn int, prompt, reply string) []session.Event {
-	t := fmt.Sprint(turn)
-	return b.append(log,
-		demoEvent{session.TypeTurnStart, `{"turn":` + t + `}`},
-		demoEvent{session.TypeStepStart, `{"turn":` + t + `,"step":1}`},
-		demoEvent{session.TypeUserMessage, b.userMessage(prompt)},
-		demoEvent{session.TypeAssistantMsg, b.assistantMessage(turn, reply)},
-		demoEvent{session.TypeStepEnd, `{"turn":` + t + `,"step":1}`},
-		demoEvent{session.TypeTurnEnd, `{"turn":` + t + `,"reason":{"kind":"completed"}}`})
-}
-
-// continuableSeed is a fresh continuable child's creation seed: its
-// descriptor, the end-seed marker and the delegated approval policy.
-func (b *demoLog) continuableSeed(label string) []session.Event {
-	return b.append(nil,
-		demoEvent{session.TypeDescriptor, `{"version":2,"mode":"continuable","provider":"spawn","label":` + jsjson.String(label) + `,"agentProvider":"echo","agentModel":"echo"}`},
-		demoEvent{session.TypeEndSeed, `{}`},
-		demoEvent{session.TypeApproval, `{"policy":"never","source":"delegation"}`})
-}
-
-// oneShotTurn is a one-shot child's whole log: its descriptor is written
-// inside the first turn, after the inbox claim.
-func (b *demoLog) oneShotTurn(label, prompt, reply string) []session.Event {
-	inbox := b.userMessage(prompt)
-	return b.append(nil,
-		demoEvent{session.TypeApproval, `{"policy":"never","source":"delegation"}`},
-		demoEvent{session.TypeInboxSpliced, `{"target":"next-turn","start":0,"inserted":[` + inbox + `]}`},
-		demoEvent{session.TypeTurnStart, `{"turn":1}`},
-		demoEvent{session.TypeInboxSpliced, `{"target":"next-turn","start":0,"removedCount":1,"inserted":[]}`},
-		demoEvent{session.TypeDescriptor, `{"version":2,"mode":"one-shot","provider":"spawn","label":` + jsjson.String(label) + `}`},
-		demoEvent{session.TypeStepStart, `{"turn":1,"step":1}`},
-		demoEvent{session.TypeUserMessage, inbox},
-		demoEvent{session.TypeAssistantMsg, b.assistantMessage(1, reply)},
-		demoEvent{session.TypeStepEnd, `{"turn":1,"step":1}`},
-		demoEvent{session.TypeTurnEnd, `{"turn":1,"reason":{"kind":"completed"}}`})
 }
