@@ -271,7 +271,8 @@ func (l *Lister) resolveFromCache(ctx context.Context, recs []corpus.Record, col
 // each result lands at its candidate's index, so order never depends on
 // timing.
 func (l *Lister) readCold(ctx context.Context, recs []corpus.Record, pending []int, out []Resolution) error {
-	pending, err := l.readColdBatch(ctx, recs, pending, out)
+	types := l.foldTypes() // once per listing, not per child
+	pending, err := l.readColdBatch(ctx, recs, pending, out, types)
 	if err != nil {
 		return err
 	}
@@ -294,7 +295,7 @@ func (l *Lister) readCold(ctx context.Context, recs []corpus.Record, pending []i
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				res, err := l.readOne(ctx, recs[i])
+				res, err := l.readOne(ctx, recs[i], types)
 				if err != nil {
 					once.Do(func() { firstErr = err })
 					continue
@@ -317,11 +318,11 @@ func (l *Lister) readCold(ctx context.Context, recs []corpus.Record, pending []i
 	return checkCancelled(ctx)
 }
 
-func (l *Lister) readOne(ctx context.Context, rec corpus.Record) (Resolution, error) {
+func (l *Lister) readOne(ctx context.Context, rec corpus.Record, types []string) (Resolution, error) {
 	if err := checkCancelled(ctx); err != nil {
 		return Resolution{}, err
 	}
-	stored, events, err := l.Cold.ColdRead(ctx, rec.Header.ID, l.foldTypes())
+	stored, events, err := l.Cold.ColdRead(ctx, rec.Header.ID, types)
 	if cerr := checkCancelled(ctx); cerr != nil {
 		return Resolution{}, cerr
 	}
@@ -345,9 +346,8 @@ func (l *Lister) foldTypes() []string {
 // read in one go (a BatchColdReader: for dsh's store, every log recorded as
 // verified) and returns the candidates still to be read one at a time. A
 // batch that fails is no verdict: its candidates are read one at a time.
-func (l *Lister) readColdBatch(ctx context.Context, recs []corpus.Record, pending []int, out []Resolution) ([]int, error) {
+func (l *Lister) readColdBatch(ctx context.Context, recs []corpus.Record, pending []int, out []Resolution, types []string) ([]int, error) {
 	batch, ok := l.Cold.(BatchColdReader)
-	types := l.foldTypes()
 	if !ok || len(pending) < 2 || types == nil {
 		return pending, nil
 	}
