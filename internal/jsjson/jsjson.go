@@ -184,3 +184,16 @@ func appendValue(dst []byte, dec *json.Decoder) ([]byte, error) {
 	}
 	return nil, &json.SyntaxError{Offset: dec.InputOffset()}
 }
+
+// StringArray is ss as a JSON array of strings, e.g. for SQLite's
+// json_each(?) to bind a list of ids as one parameter.
+func StringArray(ss []string) string {
+	b := []byte{'['}
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendString(b, s)
+	}
+	return string(append(b, ']'))
+}

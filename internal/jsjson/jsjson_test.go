@@ -43,3 +43,12 @@ func TestCompactMatchesStringify(t *testing.T) {
 		}
 	}
 }
+
+func TestStringArray(t *testing.T) {
+	if got := StringArray([]string{"a", `b"c`, "\n"}); got != `["a","b\"c","\n"]` {
+		t.Fatalf("StringArray = %s", got)
+	}
+	if got := StringArray(nil); got != `[]` {
+		t.Fatalf("StringArray(nil) = %s", got)
+	}
+}

@@ -168,15 +168,11 @@ func (c *Cache) LookupMany(ctx context.Context, headers []session.Header) (map[s
 	if len(rest) == 0 {
 		return out, nil
 	}
-	ids := []byte{'['}
+	ids := make([]string, len(rest))
 	for i, h := range rest {
-		if i > 0 {
-			ids = append(ids, ',')
-		}
-		ids = jsjson.AppendString(ids, h.ID)
+		ids[i] = h.ID
 	}
-	ids = append(ids, ']')
-	if err := c.eachRecord(ctx, judge, `WHERE session_id IN (SELECT value FROM json_each(?))`, string(ids)); err != nil {
+	if err := c.eachRecord(ctx, judge, `WHERE session_id IN (SELECT value FROM json_each(?))`, jsjson.StringArray(ids)); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -36,19 +36,12 @@ func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []
 	if len(ids) == 0 {
 		return out, nil
 	}
-	idList := []byte{'['}
-	for i, id := range ids {
-		if i > 0 {
-			idList = append(idList, ',')
-		}
-		idList = jsjson.AppendString(idList, id)
-	}
-	idList = append(idList, ']')
+	idList := jsjson.StringArray(ids)
 	err := s.ReadSnapshot(ctx, func(view *Store) error {
 		q := view.tx
 		rows, err := q.QueryContext(ctx, "SELECT "+headerColumns+` FROM sessions
 			WHERE id IN (SELECT value FROM json_each(?)) AND verified = 1
-			AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = sessions.id)`, string(idList))
+			AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = sessions.id)`, idList)
 		if err != nil {
 			return err
 		}
@@ -64,7 +57,7 @@ func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		return readTypedEvents(ctx, q, string(idList), types, out)
+		return readTypedEvents(ctx, q, idList, types, out)
 	})
 	if err != nil {
 		return nil, s.storeError(err, "inspect verified logs")

@@ -81,6 +81,14 @@ func TestChildrenOfOrdersByCreatedAtThenID(t *testing.T) {
 	if got, _ := s.HasSubagentChild(ctx, "fork-parent"); got {
 		t.Error("a parent with only ordinary forks reports a subagent child")
 	}
+	// SubagentParents is HasSubagentChild for many ids in one query.
+	parents, err := s.SubagentParents(ctx, []string{"p", "other", "c-a", "c-b", "nobody", "fork-parent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]bool{"p": true, "other": true, "c-a": true}; !reflect.DeepEqual(parents, want) {
+		t.Errorf("SubagentParents = %v, want %v", parents, want)
+	}
 }
 
 func TestChildLookupsUseTheirIndexes(t *testing.T) {

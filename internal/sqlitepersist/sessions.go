@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -150,4 +151,31 @@ func (s *Store) HasSubagentChild(ctx context.Context, id string) (bool, error) {
 		return false, s.storeError(err, "look up children of "+id)
 	}
 	return found, nil
+}
+
+// SubagentParents answers HasSubagentChild for many ids in one query: the
+// ids among them that some subagent-origin session names as its parent (one
+// probe of the sessions_subagent_children index per id, inside SQLite).
+func (s *Store) SubagentParents(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool)
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.Querier().QueryContext(ctx, `SELECT DISTINCT parent_session FROM sessions
+		WHERE origin = 'subagent' AND parent_session IN (SELECT value FROM json_each(?))`, jsjson.StringArray(ids))
+	if err != nil {
+		return nil, s.storeError(err, fmt.Sprintf("look up children of %d sessions", len(ids)))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.storeError(err, fmt.Sprintf("look up children of %d sessions", len(ids)))
+		}
+		out[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.storeError(err, fmt.Sprintf("look up children of %d sessions", len(ids)))
+	}
+	return out, nil
 }

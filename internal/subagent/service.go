@@ -29,7 +29,7 @@ func NewRegistry() *projcache.Registry {
 func NewStoreLister(store *sqlitepersist.Store, live corpus.LiveSource, coldConcurrency int) *Lister {
 	reg := NewRegistry()
 	return &Lister{
-		Headers:         storeHeaders{store},
+		Headers:         store,
 		Live:            live,
 		Cold:            storeColdReader{store},
 		Cache:           CacheIdentities{projcache.NewCache(store.Querier(), reg)},
@@ -39,8 +39,8 @@ func NewStoreLister(store *sqlitepersist.Store, live corpus.LiveSource, coldConc
 			return store.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
 				// Bind this store's own headers and leases to the read;
 				// any other source is used as it is.
-				if h, ok := headers.(storeHeaders); ok && h.Store == store {
-					headers = storeHeaders{view}
+				if h, ok := headers.(*sqlitepersist.Store); ok && h == store {
+					headers = view
 				}
 				if l, ok := live.(*sqlitepersist.Store); ok && l == store {
 					live = view
