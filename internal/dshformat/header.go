@@ -68,7 +68,7 @@ func headerShape(members []jsonMember) (session.Header, error) {
 		return bad(`"version" is not a number`)
 	}
 	h.Version = int64(f)
-	id, ok := get("id")
+	id, _ := get("id")
 	if h.ID, ok = stringValue(id); !ok {
 		return bad(`"id" is not a string`)
 	}

@@ -56,11 +56,6 @@ func (m memStore) read(_ context.Context, id string) (session.Header, []session.
 	return s.h, s.events, nil
 }
 
-func (m memStore) header(ctx context.Context, id string) (session.Header, error) {
-	h, _, err := m.read(ctx, id)
-	return h, err
-}
-
 // folded folds a log with reg and returns its checkpoint and watermark.
 func folded(t *testing.T, reg *projcache.Registry, log []session.Event) (projcache.Checkpoint, int64) {
 	t.Helper()

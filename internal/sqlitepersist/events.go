@@ -144,21 +144,3 @@ func unknownKeysColumn(keys []string) any {
 	}
 	return string(append(b, ']'))
 }
-
-// queryRows reads the rows a query over events returns, in query order.
-func queryRows(ctx context.Context, q Querier, query string, args ...any) ([]storedRow, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []storedRow
-	for rows.Next() {
-		var r storedRow
-		if err := rows.Scan(r.targets()...); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}

@@ -77,12 +77,10 @@ func (c *catalog) cachedLister() *Lister {
 // headerOpt adjusts an authored header.
 type headerOpt func(*session.Header)
 
-func under(parent string) headerOpt   { return func(h *session.Header) { h.ParentSession = &parent } }
-func created(ms int64) headerOpt      { return func(h *session.Header) { h.CreatedAt = ms } }
-func seeded(cut int64) headerOpt      { return func(h *session.Header) { h.SeedLength = &cut } }
-func ordinary() headerOpt             { return func(h *session.Header) { h.Origin = nil } }
-func withPreset(p string) headerOpt   { return func(h *session.Header) { h.AgentPreset = &p } }
-func withDepth(depth int64) headerOpt { return func(h *session.Header) { h.DelegationDepth = &depth } }
+func under(parent string) headerOpt { return func(h *session.Header) { h.ParentSession = &parent } }
+func created(ms int64) headerOpt    { return func(h *session.Header) { h.CreatedAt = ms } }
+func seeded(cut int64) headerOpt    { return func(h *session.Header) { h.SeedLength = &cut } }
+func ordinary() headerOpt           { return func(h *session.Header) { h.Origin = nil } }
 
 // authoredHeader is the catalogue's authorChild header: a subagent child of
 // "parent" created at 1, plus opts.
