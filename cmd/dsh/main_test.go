@@ -3,9 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dsh-project/dsh/internal/unprivileged"
 )
 
 // runDsh runs dsh in-process and returns its output and exit status.
@@ -30,4 +36,40 @@ func isolateEnv(t *testing.T) string {
 		t.Setenv(envName(s.key), "")
 	}
 	return home
+}
+
+// dshRunner runs dsh with args and returns its output and exit status:
+// runDsh in-process, or unprivilegedDsh's subprocess.
+type dshRunner func(t *testing.T, args ...string) (stdout, stderr string, code int)
+
+// unprivilegedDsh returns a runner that executes dsh as a separate process
+// under an unprivileged user (nobody when the test runs as root, as in CI),
+// with the test's environment, so that file permissions bind it. Each of
+// reach is made reachable by that user. The test is skipped, with the
+// reason, where no such user can be had.
+func unprivilegedDsh(t *testing.T, reach ...string) dshRunner {
+	t.Helper()
+	u := unprivileged.Require(t)
+	exe := unprivileged.Program(t, u, "dsh")
+	for _, p := range reach {
+		u.Reach(t, p)
+	}
+	return func(t *testing.T, args ...string) (string, string, int) {
+		t.Helper()
+		cmd := u.Command(context.Background(), exe, args...)
+		cmd.Env = os.Environ()
+		cmd.Dir = filepath.Dir(exe)
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			return out.String(), errOut.String(), 0
+		case errors.As(err, &exit):
+			return out.String(), errOut.String(), exit.ExitCode()
+		}
+		t.Fatalf("run dsh as %s: %v", u.Name, err)
+		return "", "", 0
+	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/internal/unprivileged"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden output in testdata/script/*.txtar")
@@ -71,14 +72,18 @@ func TestScripts(t *testing.T) {
 			env.Setenv(testNowEnv, "1789000000000")
 			env.Setenv("DSH_DB", filepath.Join(env.WorkDir, "dsh.db"))
 			env.Setenv("FIXTURES", fixtures)
+			if _, err := unprivileged.Lookup(); err != nil {
+				env.Setenv("NO_UNPRIVILEGED", "cannot run as an unprivileged user: "+err.Error())
+			}
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {
 			switch cond {
-			case "root":
-				return os.Geteuid() == 0, nil
 			case "fixtures":
 				return statErr == nil, nil
+			case "unprivileged":
+				_, err := unprivileged.Lookup()
+				return err == nil, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
@@ -87,6 +92,9 @@ func TestScripts(t *testing.T) {
 			"perm":       cmdPerm,
 			"load-jsonl": cmdLoadJSONL,
 			"sql":        cmdSQL,
+			// unprivileged N PROG ARGS... is status run as a user file
+			// permissions bind (nobody when the suite runs as root).
+			"unprivileged": cmdUnprivileged,
 		},
 	})
 }
@@ -110,6 +118,75 @@ func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with status %d, want %d", args[1], got, want)
 	}
+}
+
+// unprivileged N PROG ARGS... runs PROG (a command on the script's PATH,
+// such as dsh) as an unprivileged user, from the script's directory with the
+// script's environment, and fails unless it exits with status N; stdout and
+// stderr are then checked as after exec. When the suite runs as root (as CI
+// does) that user is nobody, so a read-only directory binds dsh as it would a
+// user; the script's directories are made searchable (o+x) for it. Where no
+// unprivileged user can be had, the condition [unprivileged] is false and
+// $NO_UNPRIVILEGED says why, for the script's skip.
+func cmdUnprivileged(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: unprivileged N program [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	u, err := unprivileged.Lookup()
+	if err != nil {
+		ts.Fatalf("cannot run as an unprivileged user (skip first: [!unprivileged] skip $NO_UNPRIVILEGED): %v", err)
+	}
+	src, err := exec.LookPath(args[1])
+	ts.Check(err)
+	binDir, err := os.MkdirTemp("", "dsh-unprivileged-bin")
+	ts.Check(err)
+	ts.Defer(func() { os.RemoveAll(binDir) })
+	ts.Check(os.Chmod(binDir, 0o755))
+	ts.Check(u.ReachDir(binDir))
+	exe, err := unprivileged.InstallIn(binDir, src, filepath.Base(src))
+	ts.Check(err)
+	dir := ts.MkAbs(".")
+	ts.Check(u.ReachDir(dir))
+
+	cmd := u.Command(context.Background(), exe, args[2:]...)
+	cmd.Dir = dir
+	cmd.Env = scriptEnv(ts)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	got := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("run %s as %s: %v", args[1], u.Name, err)
+		}
+		got = ee.ExitCode()
+	}
+	ts.Stdout().Write(stdout.Bytes())
+	ts.Stderr().Write(stderr.Bytes())
+	if got != want {
+		ts.Fatalf("%s (as %s) exited with status %d, want %d\nstderr: %s", args[1], u.Name, got, want, stderr.String())
+	}
+}
+
+// scriptEnv is the script's environment as far as dsh reads it: the
+// variables Setup sets, the configuration file and every setting's
+// variable, with their current values in the script.
+func scriptEnv(ts *testscript.TestScript) []string {
+	keys := []string{"PATH", "HOME", "TMPDIR", "WORK", "FIXTURES", testNowEnv, configEnv, "XDG_CONFIG_HOME", "XDG_DATA_HOME", "NO_COLOR"}
+	var c config
+	for _, s := range c.settings("") {
+		keys = append(keys, envName(s.key))
+	}
+	var env []string
+	for _, k := range keys {
+		if v := ts.Getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
 }
 
 // perm PATH MODE fails unless PATH's permission bits are MODE (octal).
