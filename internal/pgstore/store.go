@@ -303,16 +303,6 @@ func (s *Store) WriteTx(ctx context.Context, fn func(tx *Store) error) error {
 	return nil
 }
 
-// write runs fn atomically in WriteTx's transaction.
-func (s *Store) write(ctx context.Context, fn func(q querier) error) error {
-	return s.WriteTx(ctx, func(view *Store) error { return fn(view.tx) })
-}
-
-// read runs fn on one consistent snapshot.
-func (s *Store) read(ctx context.Context, fn func(q querier) error) error {
-	return s.ReadSnapshot(ctx, func(view *Store) error { return fn(view.tx) })
-}
-
 // storeError classifies a database failure as STORE_UNAVAILABLE, leaving
 // cancellation and already-coded errors as they are. A lost connection is
 // reported like an unreachable server: the transaction it carried was
