@@ -46,8 +46,8 @@ func seedDamagedChildren(t *testing.T, db string) {
 		t.Fatal(err)
 	}
 	past := time.Now().Add(-time.Hour)
-	holder := sqlitepersist.LeaseHolder{ID: "dead-holder", PID: 99999, Host: "gone", TTL: time.Minute, Now: func() time.Time { return past }}
-	if _, err := s.AcquireLease(ctx, "crashed", holder); err != nil {
+	holder := sqlitepersist.LeaseHolder{ID: "dead-holder", PID: 99999, Host: "gone", TTL: time.Minute}
+	if _, err := s.WithClock(func() time.Time { return past }).AcquireLease(ctx, "crashed", holder); err != nil {
 		t.Fatal(err)
 	}
 	poisoned := child("poisoned")

@@ -10,13 +10,13 @@ package corpus
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 
 	"golang.org/x/text/collate"
 	"golang.org/x/text/language"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -43,22 +43,9 @@ type LiveSource interface {
 	LiveSessions(ctx context.Context) (map[string]Live, error)
 }
 
-// Live is what a live holder publishes about the session it runs.
-type Live struct {
-	Holder string
-	// Header is the holder's header for the session. A live record's header
-	// wins its id wholesale over the persisted one, as in DSH.
-	Header session.Header
-	// Subagent is the raw view of the holder's `subagent` projection unit
-	// (`null` or an identity object), or nil when the holder has not
-	// published a snapshot yet.
-	Subagent json.RawMessage
-	// AsOfSeq is the last event seq the published snapshot covers.
-	AsOfSeq int64
-	// UnitFailure is set when the holder's projection unit failed; the row
-	// for such a child is `corrupt`.
-	UnitFailure string
-}
+// Live is a live holder's record of the session it runs (defined with the
+// backend contract, whose LiveSessions returns it).
+type Live = backend.Live
 
 // Record is one candidate session as the ladder sees it.
 type Record struct {

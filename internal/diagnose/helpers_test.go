@@ -104,15 +104,16 @@ func (s *store) checkpoint(h session.Header, events []session.Event) {
 func (s *store) lease(id, holderID string, ttl time.Duration, snap *sqlitepersist.LiveSnapshot) {
 	s.t.Helper()
 	h := sqlitepersist.LeaseHolder{ID: holderID, PID: 4242, Host: "build-7", TTL: ttl}
+	st := s.st
 	if ttl < 0 {
 		at := time.Now().Add(2 * ttl)
-		h.TTL, h.Now = -ttl, func() time.Time { return at }
+		h.TTL, st = -ttl, st.WithClock(func() time.Time { return at })
 	}
-	if _, err := s.st.AcquireLease(s.ctx, id, h); err != nil {
+	if _, err := st.AcquireLease(s.ctx, id, h); err != nil {
 		s.t.Fatal(err)
 	}
 	if snap != nil {
-		if err := s.st.HeartbeatLease(s.ctx, id, h, snap); err != nil {
+		if err := st.HeartbeatLease(s.ctx, id, h, snap); err != nil {
 			s.t.Fatal(err)
 		}
 	}

@@ -8,34 +8,6 @@ import (
 	"github.com/dsh-project/dsh/internal/session"
 )
 
-// SeqGap is a run of seqs missing from a session's stored rows: every seq
-// from From to To (inclusive) is absent although a later row exists. Only a
-// faithful import or damage outside dsh can leave one.
-type SeqGap struct {
-	From, To int64
-}
-
-// AuditRead is a session read for diagnosis: everything Inspect sees, with
-// the verdict kept apart from the data instead of replacing it.
-type AuditRead struct {
-	Header session.Header
-	// Events is the contiguous decodable prefix of the log (what Inspect
-	// returns when ReadErr is nil); nil when a committed row is corrupt.
-	Events []session.Event
-	// Torn is the torn tail a reader cuts off, nil when none.
-	Torn *TornTail
-	// Closers are what Load would append to close an interrupted turn.
-	Closers []session.Event
-	// Gaps lists the holes in the stored seqs, in order, including rows
-	// after a torn tail's start.
-	Gaps []SeqGap
-	// Verified reports the log is recorded as validated by dsh's writes.
-	Verified bool
-	// ReadErr is exactly the error Inspect returns for this log (nil when
-	// it reads): one wrapping *session.ValidationError or ErrCorrupt.
-	ReadErr error
-}
-
 // Audit reads session id without changing anything and reports the raw
 // facts a reader normally hides: the stored seqs' gaps and, next to the
 // valid prefix, the reason the log cannot be read, if any. Only a failure to

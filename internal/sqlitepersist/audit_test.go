@@ -32,21 +32,21 @@ func TestAuditKeepsInspectVerdictAndReportsGaps(t *testing.T) {
 			damage: func(t *testing.T, s *Store) {
 				mustExec(t, s, "DELETE FROM events WHERE session_id = 's' AND seq IN (2, 3, 4)")
 			},
-			gaps: []SeqGap{{2, 4}}, torn: -1, corrupt: 5,
+			gaps: []SeqGap{{From: 2, To: 4}}, torn: -1, corrupt: 5,
 		},
 		{
 			name: "gap in the open turn",
 			damage: func(t *testing.T, s *Store) {
 				mustExec(t, s, "DELETE FROM events WHERE session_id = 's' AND seq = 13")
 			},
-			gaps: []SeqGap{{13, 13}}, torn: 14, corrupt: -1, closers: true,
+			gaps: []SeqGap{{From: 13, To: 13}}, torn: 14, corrupt: -1, closers: true,
 		},
 		{
 			name: "two gaps and a missing start",
 			damage: func(t *testing.T, s *Store) {
 				mustExec(t, s, "DELETE FROM events WHERE session_id = 's' AND seq IN (0, 1, 7, 13)")
 			},
-			gaps: []SeqGap{{0, 1}, {7, 7}, {13, 13}}, torn: -1, corrupt: 2,
+			gaps: []SeqGap{{From: 0, To: 1}, {From: 7, To: 7}, {From: 13, To: 13}}, torn: -1, corrupt: 2,
 		},
 		{
 			name: "user/message without surfaceOp",

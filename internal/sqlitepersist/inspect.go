@@ -10,33 +10,6 @@ import (
 	"github.com/dsh-project/dsh/internal/session"
 )
 
-// Inspection is a session as a reader sees it.
-type Inspection struct {
-	Header session.Header
-	// Events is the valid stored prefix of the log, without Closers.
-	Events []session.Event
-	// Torn is non-nil when a torn tail was cut off: by Inspect only in the
-	// result, by Load in the file.
-	Torn *TornTail
-	// Closers are the events that close an interrupted turn (empty when the
-	// log ends balanced): what Load would append (Inspect) or has appended
-	// (Load). Events followed by Closers is the balanced log.
-	Closers []session.Event
-	// Verified reports that the log is recorded as validated by dsh's own
-	// write paths and unchanged since.
-	Verified bool
-}
-
-// TornTail is a physically incomplete suffix of a log: rows from FromSeq on
-// that cannot be read, or bytes an import kept as they were.
-type TornTail struct {
-	FromSeq int64
-	Reason  string
-	// Raw is opaque: the stored bytes of the first torn row, or the bytes
-	// an import recorded.
-	Raw []byte
-}
-
 // sessionState is a sessions row: the header and dsh's bookkeeping.
 type sessionState struct {
 	header         session.Header

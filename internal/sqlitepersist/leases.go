@@ -5,119 +5,21 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
-	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 )
 
-// Lease sentinels, matched with errors.Is. The errors the lease methods
-// return wrap them in a *dsherr.Error with code NOT_DELIVERED (exit 4).
+// Lease sentinels, matched with errors.Is: the backend contract's.
 var (
-	// ErrLeaseHeld: another live process holds the session.
-	ErrLeaseHeld = errors.New("session is held by another live process")
-	// ErrLeaseLost: the caller's lease was taken over (it had expired and
-	// another process acquired it) or released; the caller must stop
-	// writing.
-	ErrLeaseLost = errors.New("lease lost")
+	ErrLeaseHeld = backend.ErrLeaseHeld
+	ErrLeaseLost = backend.ErrLeaseLost
 )
 
-// LeaseHolder identifies a process that holds leases and fixes their timing.
-type LeaseHolder struct {
-	// ID is unique per holding process run; ownership is decided on it.
-	ID string
-	// PID and Host are recorded so people (and diagnose) can find the holder.
-	PID  int
-	Host string
-	// TTL is how long a lease lives after each acquisition or heartbeat.
-	TTL time.Duration
-	// Now is the holder's clock; nil means time.Now. Leases compare wall
-	// clocks of processes on one machine, so it is never a test clock in
-	// production.
-	Now func() time.Time
-}
-
-// NewLeaseHolder returns a holder for this process: a fresh random id, this
-// process's pid and host name, and the given TTL.
-func NewLeaseHolder(ttl time.Duration) LeaseHolder {
-	host, err := os.Hostname()
-	if err != nil {
-		host = "unknown"
-	}
-	return LeaseHolder{ID: uuid.NewString(), PID: os.Getpid(), Host: host, TTL: ttl}
-}
-
-func (h LeaseHolder) now() int64 {
-	if h.Now == nil {
-		return time.Now().UnixMilli()
-	}
-	return h.Now().UnixMilli()
-}
-
-func (h LeaseHolder) check() error {
-	if h.ID == "" {
-		return dsherr.New(dsherr.Internal, "lease holder has no id")
-	}
-	if h.TTL <= 0 {
-		return dsherr.New(dsherr.InvalidInput, "lease TTL must be positive (got %s)", h.TTL)
-	}
-	return nil
-}
-
-// LiveSnapshot is what a holder publishes about the session it runs: the
-// view of its `subagent` projection unit as of AsOfSeq. Subagent nil means
-// nothing published yet (it is then stored as NULL with AsOfSeq).
-type LiveSnapshot struct {
-	Subagent json.RawMessage
-	AsOfSeq  int64
-	// UnitFailure is set when the holder's projection unit failed.
-	UnitFailure string
-}
-
-// Lease is one row of the lease table. Times are epoch milliseconds.
-type Lease struct {
-	SessionID   string
-	Holder      string
-	PID         int
-	Host        string
-	AcquiredAt  int64
-	HeartbeatAt int64
-	ExpiresAt   int64
-	// Snapshot is the published live snapshot, nil when none yet.
-	Snapshot *LiveSnapshot
-}
-
-// Expired reports whether the lease's holder stopped renewing it: a lease
-// expiring at or before now no longer makes its session live.
-func (l Lease) Expired(now time.Time) bool { return l.ExpiresAt <= now.UnixMilli() }
-
-// LeaseHeldError names the live holder that refused an acquisition.
-type LeaseHeldError struct {
-	Lease Lease
-	// Now is when the acquirer looked, epoch ms.
-	Now int64
-}
-
-func (e *LeaseHeldError) Error() string {
-	l := e.Lease
-	return fmt.Sprintf("session %q is held by another live process (pid %d on %s, holder %s, lease expires in %s); not delivered",
-		l.SessionID, l.PID, l.Host, l.Holder, time.Duration(l.ExpiresAt-e.Now)*time.Millisecond)
-}
-
-func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
-
-func leaseLost(id string, h LeaseHolder) error {
-	return &dsherr.Error{
-		Code: dsherr.NotDelivered,
-		Msg:  fmt.Sprintf("session %q: the lease of holder %s was taken over or released; not delivered", id, h.ID),
-		Err:  ErrLeaseLost,
-	}
-}
+// NewLeaseHolder returns a holder for this process (see backend.NewLeaseHolder).
+func NewLeaseHolder(ttl time.Duration) LeaseHolder { return backend.NewLeaseHolder(ttl) }
 
 const leaseColumns = "session_id, holder, pid, host, acquired_at, heartbeat_at, expires_at, subagent, as_of_seq, unit_failure"
 
@@ -176,7 +78,7 @@ func snapshotArgs(snap LiveSnapshot) ([]any, error) {
 // replaced. The new lease has no published snapshot. An unknown session is
 // an error wrapping ErrNotFound.
 func (s *Store) AcquireLease(ctx context.Context, id string, h LeaseHolder) (replaced *Lease, err error) {
-	if err := h.check(); err != nil {
+	if err := h.Check(); err != nil {
 		return nil, err
 	}
 	err = s.write(ctx, func(q Querier) error {
@@ -187,7 +89,7 @@ func (s *Store) AcquireLease(ctx context.Context, id string, h LeaseHolder) (rep
 		if !exists {
 			return notFound(id)
 		}
-		now := h.now()
+		now := s.now()
 		cur, err := scanLease(q.QueryRowContext(ctx, "SELECT "+leaseColumns+" FROM leases WHERE session_id = ?", id))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
@@ -218,10 +120,10 @@ func (s *Store) AcquireLease(ctx context.Context, id string, h LeaseHolder) (rep
 // before an append, it makes the append conditional on still holding the
 // lease and publishes the snapshot atomically with the events it covers.
 func (s *Store) HeartbeatLease(ctx context.Context, id string, h LeaseHolder, snap *LiveSnapshot) error {
-	if err := h.check(); err != nil {
+	if err := h.Check(); err != nil {
 		return err
 	}
-	now := h.now()
+	now := s.now()
 	query := "UPDATE leases SET heartbeat_at = ?, expires_at = ? WHERE session_id = ? AND holder = ?"
 	args := []any{now, now + h.TTL.Milliseconds(), id, h.ID}
 	if snap != nil {
@@ -265,7 +167,7 @@ func execOwned(ctx context.Context, q Querier, id string, h LeaseHolder, query s
 		return err
 	}
 	if n == 0 {
-		return leaseLost(id, h)
+		return backend.LeaseLost(id, h)
 	}
 	return nil
 }
@@ -292,19 +194,19 @@ func (s *Store) Leases(ctx context.Context) ([]Lease, error) {
 	return out, nil
 }
 
-// LiveSessions implements corpus.LiveSource: every session with an
+// LiveSessions implements backend.LiveSource: every session with an
 // unexpired lease, with its stored header and the holder's published
 // snapshot. It reads the lease and sessions tables only, never a log.
-func (s *Store) LiveSessions(ctx context.Context) (map[string]corpus.Live, error) {
+func (s *Store) LiveSessions(ctx context.Context) (map[string]backend.Live, error) {
 	rows, err := s.Querier().QueryContext(ctx,
 		"SELECT "+qualified("l", leaseColumns)+", "+qualified("s", headerColumns)+
 			" FROM leases l JOIN sessions s ON s.id = l.session_id WHERE l.expires_at > ?",
-		time.Now().UnixMilli())
+		s.now())
 	if err != nil {
 		return nil, s.storeError(err, "list live sessions")
 	}
 	defer rows.Close()
-	live := map[string]corpus.Live{}
+	live := map[string]backend.Live{}
 	for rows.Next() {
 		var (
 			lr leaseRow
@@ -314,7 +216,7 @@ func (s *Store) LiveSessions(ctx context.Context) (map[string]corpus.Live, error
 			return nil, s.storeError(err, "list live sessions")
 		}
 		l := lr.lease()
-		rec := corpus.Live{Holder: l.Holder, Header: hr.header()}
+		rec := backend.Live{Holder: l.Holder, Header: hr.header()}
 		if snap := l.Snapshot; snap != nil {
 			rec.Subagent, rec.AsOfSeq, rec.UnitFailure = snap.Subagent, snap.AsOfSeq, snap.UnitFailure
 		}

@@ -14,20 +14,15 @@ import (
 	"github.com/dsh-project/dsh/internal/session"
 )
 
-// holderAt is a holder whose clock is fixed at now.
-func holderAt(id string, now time.Time) LeaseHolder {
-	return LeaseHolder{ID: id, PID: 4242, Host: "test-host", TTL: 5 * time.Second, Now: func() time.Time { return now }}
+// holderAt is a holder with a 5s TTL and s seen by a clock fixed at now:
+// how s judges that holder's leases when it acts at now.
+func holderAt(s *Store, id string, now time.Time) (*Store, LeaseHolder) {
+	return s.WithClock(func() time.Time { return now }), LeaseHolder{ID: id, PID: 4242, Host: "test-host", TTL: 5 * time.Second}
 }
 
 // liveHolder is a holder on the real clock: its leases count as live.
 func liveHolder(id string) LeaseHolder {
 	return LeaseHolder{ID: id, PID: 4242, Host: "test-host", TTL: time.Hour}
-}
-
-// expiredHolder is a holder whose leases were taken long ago and so have
-// expired by the real clock.
-func expiredHolder(id string) LeaseHolder {
-	return holderAt(id, time.UnixMilli(1_000_000))
 }
 
 func leaseRows(t *testing.T, s *Store) []Lease {
@@ -62,8 +57,8 @@ func TestAcquireLeaseConflict(t *testing.T) {
 	s, _ := openStore(t)
 	createRoot(t, s, "c1")
 	t0 := time.UnixMilli(1_800_000_000_000)
-	a := holderAt("holder-a", t0)
-	if replaced, err := s.AcquireLease(ctx, "c1", a); err != nil || replaced != nil {
+	sa, a := holderAt(s, "holder-a", t0)
+	if replaced, err := sa.AcquireLease(ctx, "c1", a); err != nil || replaced != nil {
 		t.Fatalf("first AcquireLease = %v, %v", replaced, err)
 	}
 	want := Lease{SessionID: "c1", Holder: "holder-a", PID: 4242, Host: "test-host",
@@ -74,8 +69,8 @@ func TestAcquireLeaseConflict(t *testing.T) {
 	before := dumpSession(t, s, "c1")
 
 	// Another holder, one millisecond before the lease expires: refused.
-	b := holderAt("holder-b", t0.Add(4999*time.Millisecond))
-	_, err := s.AcquireLease(ctx, "c1", b)
+	sb, b := holderAt(s, "holder-b", t0.Add(4999*time.Millisecond))
+	_, err := sb.AcquireLease(ctx, "c1", b)
 	var held *LeaseHeldError
 	if !errors.As(err, &held) || !errors.Is(err, ErrLeaseHeld) || dsherr.CodeOf(err) != dsherr.NotDelivered {
 		t.Fatalf("conflicting AcquireLease = %v, want NOT_DELIVERED wrapping *LeaseHeldError", err)
@@ -95,8 +90,8 @@ func TestAcquireLeaseConflict(t *testing.T) {
 	}
 
 	// The holder itself re-acquires: its lease is renewed, not refused.
-	a2 := holderAt("holder-a", t0.Add(time.Second))
-	if _, err := s.AcquireLease(ctx, "c1", a2); err != nil {
+	sa2, a2 := holderAt(s, "holder-a", t0.Add(time.Second))
+	if _, err := sa2.AcquireLease(ctx, "c1", a2); err != nil {
 		t.Fatalf("re-acquire by the holder: %v", err)
 	}
 	if ls := leaseRows(t, s); ls[0].ExpiresAt != t0.UnixMilli()+6000 {
@@ -109,18 +104,18 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 	s, _ := openStore(t)
 	createRoot(t, s, "c1")
 	t0 := time.UnixMilli(1_800_000_000_000)
-	crashed := holderAt("crashed", t0)
-	if _, err := s.AcquireLease(ctx, "c1", crashed); err != nil {
+	sc, crashed := holderAt(s, "crashed", t0)
+	if _, err := sc.AcquireLease(ctx, "c1", crashed); err != nil {
 		t.Fatal(err)
 	}
 	snap := LiveSnapshot{Subagent: json.RawMessage(`{"mode":"continuable","label":"x","seq":0}`), AsOfSeq: 3}
-	if err := s.HeartbeatLease(ctx, "c1", crashed, &snap); err != nil {
+	if err := sc.HeartbeatLease(ctx, "c1", crashed, &snap); err != nil {
 		t.Fatal(err)
 	}
 
 	// Exactly at expiry the lease no longer counts.
-	next := holderAt("next", t0.Add(5*time.Second))
-	replaced, err := s.AcquireLease(ctx, "c1", next)
+	sn, next := holderAt(s, "next", t0.Add(5*time.Second))
+	replaced, err := sn.AcquireLease(ctx, "c1", next)
 	if err != nil {
 		t.Fatalf("takeover of an expired lease: %v", err)
 	}
@@ -160,8 +155,8 @@ func TestHeartbeatPublishRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	h := LeaseHolder{ID: "h", PID: 7, Host: "box", TTL: time.Hour, Now: func() time.Time { return now }}
-	if _, err := s.AcquireLease(ctx, "c1", h); err != nil {
+	h := LeaseHolder{ID: "h", PID: 7, Host: "box", TTL: time.Hour}
+	if _, err := s.WithClock(func() time.Time { return now }).AcquireLease(ctx, "c1", h); err != nil {
 		t.Fatal(err)
 	}
 
@@ -177,9 +172,8 @@ func TestHeartbeatPublishRelease(t *testing.T) {
 	}
 
 	later := now.Add(2 * time.Second)
-	h.Now = func() time.Time { return later }
 	view := json.RawMessage(`{"mode":"continuable","label":"work","seq":0}`)
-	if err := s.HeartbeatLease(ctx, "c1", h, &LiveSnapshot{Subagent: view, AsOfSeq: 12}); err != nil {
+	if err := s.WithClock(func() time.Time { return later }).HeartbeatLease(ctx, "c1", h, &LiveSnapshot{Subagent: view, AsOfSeq: 12}); err != nil {
 		t.Fatalf("HeartbeatLease with snapshot: %v", err)
 	}
 	ls := leaseRows(t, s)
@@ -236,7 +230,7 @@ func TestLiveSessionsSkipsExpired(t *testing.T) {
 	if _, err := s.AcquireLease(ctx, "live", liveHolder("a")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AcquireLease(ctx, "dead", expiredHolder("b")); err != nil {
+	if _, err := s.WithClock(func() time.Time { return time.UnixMilli(1_000_000) }).AcquireLease(ctx, "dead", liveHolder("b")); err != nil {
 		t.Fatal(err)
 	}
 	live, err := s.LiveSessions(ctx)
@@ -278,7 +272,8 @@ func TestHeartbeatGuardsAppend(t *testing.T) {
 	}
 
 	// Someone takes the lease over (ours is treated as expired).
-	if _, err := s.AcquireLease(ctx, "c1", LeaseHolder{ID: "thief", TTL: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }}); err != nil {
+	thiefClock := func() time.Time { return time.Now().Add(2 * time.Hour) }
+	if _, err := s.WithClock(thiefClock).AcquireLease(ctx, "c1", LeaseHolder{ID: "thief", TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	before := dumpSession(t, s, "c1")

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"modernc.org/sqlite"
 )
@@ -37,6 +38,10 @@ const walSizeLimit = 4 << 20
 type Options struct {
 	// BusyTimeout is the SQLite busy timeout; zero means DefaultBusyTimeout.
 	BusyTimeout time.Duration
+	// Clock is the store's clock, the one leases are judged by; nil means
+	// time.Now. Every process sharing a file must use the same clock, so
+	// only tests set it.
+	Clock func() time.Time
 }
 
 func (o Options) busyTimeoutMillis() (int64, error) {
@@ -70,6 +75,8 @@ type Store struct {
 	tx *sql.Tx
 	// txWritable distinguishes a WriteTx view from a ReadSnapshot view.
 	txWritable bool
+	// clock is Options.Clock.
+	clock func() time.Time
 }
 
 // Open opens the store at path for reading and writing, creating the file
@@ -105,7 +112,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 		return nil, dsherr.Wrap(dsherr.StoreError, err, "open %s", abs)
 	}
 	db := sql.OpenDB(persistentWAL{connector})
-	s := &Store{db: db, path: abs}
+	s := &Store{db: db, path: abs, clock: o.Clock}
 	if err := s.checkPragmas(ctx, map[string]int64{
 		"busy_timeout":   busyMillis,
 		"trusted_schema": 0,
@@ -155,7 +162,7 @@ func OpenReadOnly(ctx context.Context, path string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, dsherr.Wrap(dsherr.StoreError, err, "open %s read-only", abs)
 	}
-	s := &Store{db: db, path: abs, readOnly: true}
+	s := &Store{db: db, path: abs, readOnly: true, clock: o.Clock}
 	if err := s.checkPragmas(ctx, map[string]int64{
 		"busy_timeout":   busyMillis,
 		"trusted_schema": 0,
@@ -262,6 +269,9 @@ func (s *Store) openError(err error) error {
 	return dsherr.Wrap(dsherr.StoreError, err, "open %s", s.path)
 }
 
+// The store is a complete backend.
+var _ backend.Backend = (*Store)(nil)
+
 // Close closes the store. Calling it on a transaction view is an error.
 func (s *Store) Close() error {
 	if s.tx != nil {
@@ -304,7 +314,7 @@ func (s *Store) ReadSnapshot(ctx context.Context, fn func(view *Store) error) er
 	if err != nil {
 		return s.storeError(err, "begin read")
 	}
-	view := &Store{db: s.db, path: s.path, readOnly: s.readOnly, tx: tx}
+	view := &Store{db: s.db, path: s.path, readOnly: s.readOnly, tx: tx, clock: s.clock}
 	if err := fn(view); err != nil {
 		tx.Rollback()
 		return err
@@ -346,7 +356,7 @@ func (s *Store) WriteTx(ctx context.Context, fn func(tx *Store) error) error {
 	if err != nil {
 		return s.storeError(err, "begin write")
 	}
-	view := &Store{db: s.db, path: s.path, tx: tx, txWritable: true}
+	view := &Store{db: s.db, path: s.path, tx: tx, txWritable: true, clock: s.clock}
 	if err := fn(view); err != nil {
 		tx.Rollback()
 		return err
@@ -355,6 +365,44 @@ func (s *Store) WriteTx(ctx context.Context, fn func(tx *Store) error) error {
 		return s.storeError(err, "commit")
 	}
 	return nil
+}
+
+// View implements backend.Transactor with ReadSnapshot.
+func (s *Store) View(ctx context.Context, fn func(view backend.Store) error) error {
+	return s.ReadSnapshot(ctx, func(view *Store) error { return fn(view) })
+}
+
+// Update implements backend.Transactor with WriteTx.
+func (s *Store) Update(ctx context.Context, fn func(tx backend.Store) error) error {
+	return s.WriteTx(ctx, func(tx *Store) error { return fn(tx) })
+}
+
+// Now is the store's clock (Options.Clock), which judges leases.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	return s.nowTime(), nil
+}
+
+func (s *Store) nowTime() time.Time {
+	if s.clock == nil {
+		return time.Now()
+	}
+	return s.clock()
+}
+
+// now is the store's clock in epoch milliseconds.
+func (s *Store) now() int64 { return s.nowTime().UnixMilli() }
+
+// WithClock returns a handle on the same open store (same connections,
+// same transaction when s is a view) whose clock is now: a test's way to
+// act as a process whose leases are judged at another time. Close only the
+// original.
+func (s *Store) WithClock(now func() time.Time) *Store {
+	c := *s
+	c.clock = now
+	return &c
 }
 
 // write runs fn atomically on the transaction WriteTx provides.

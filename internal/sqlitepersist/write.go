@@ -193,21 +193,6 @@ func (s *Store) Load(ctx context.Context, id string) (*Inspection, error) {
 	return ins, nil
 }
 
-// ImportResult reports how an imported log reads back.
-type ImportResult struct {
-	// Events is the number of event rows written.
-	Events int
-	// Torn is the torn tail the log reads back with (the one given, or
-	// rows that cannot be read after the last turn/end), nil when none.
-	Torn *TornTail
-	// Verified: the log passes DSH's validation and has no torn tail; it
-	// was recorded as verified.
-	Verified bool
-	// Invalid is the error Inspect returns for the imported log (a
-	// validation failure or committed-row corruption); nil when it reads.
-	Invalid error
-}
-
 // ImportSession stores a session exactly as found in a foreign corpus: the
 // header and events as given, even when DSH would reject them (gaps included),
 // and the torn tail's bytes in torn_tails. It is the only write path that

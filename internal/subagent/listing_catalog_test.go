@@ -938,8 +938,8 @@ func TestExpiredLeaseIsInactive(t *testing.T) {
 	c := newCatalog(t)
 	h := c.author("crashed", childEvents(desc("left behind")).events)
 	crashed := sqlitepersist.NewLeaseHolder(time.Minute)
-	crashed.Now = func() time.Time { return time.Now().Add(-time.Hour) }
-	if _, err := c.st.AcquireLease(c.ctx, h.ID, crashed); err != nil {
+	earlier := c.st.WithClock(func() time.Time { return time.Now().Add(-time.Hour) })
+	if _, err := earlier.AcquireLease(c.ctx, h.ID, crashed); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := c.children(c.lister(), "parent")

@@ -232,8 +232,9 @@ func TestTurnStopsWhenLeaseLost(t *testing.T) {
 	e.waitTurnRunning("c")
 	before := typesOf(e.events("c"))
 	// A holder from two minutes on finds the lease expired and takes it.
-	thief := sqlitepersist.LeaseHolder{ID: "thief", TTL: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Minute) }}
-	if _, err := e.st.AcquireLease(e.ctx, "c", thief); err != nil {
+	thief := sqlitepersist.LeaseHolder{ID: "thief", TTL: time.Hour}
+	later := e.st.WithClock(func() time.Time { return time.Now().Add(2 * time.Minute) })
+	if _, err := later.AcquireLease(e.ctx, "c", thief); err != nil {
 		t.Fatal(err)
 	}
 	d := <-done

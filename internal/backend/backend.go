@@ -1,0 +1,213 @@
+// Package backend is the contract between dsh's session stores and the code
+// that reads and writes them: the values a store hands out (an Inspection,
+// a Lease, a CheckpointRecord, …), the sentinel errors callers branch on,
+// and the interfaces a backend implements.
+//
+// The interfaces are grouped by the job a consumer does — reading headers,
+// reading logs, writing, leases, checkpoints — so that a consumer names only
+// the group it needs and a read-only corpus (a DSH JSONL tree, DSH's
+// schema-17 file) can stand in for a store on the read side.
+// sqlitepersist.Store implements all of them; internal/storetest checks a
+// backend against the contract written in the doc comments below.
+//
+// Every method takes a context first and returns promptly with ctx.Err()
+// (possibly wrapped) once it is done. Errors carry dsherr codes; the
+// sentinels below are matched with errors.Is.
+package backend
+
+import (
+	"context"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// HeaderReader reads one session's header.
+type HeaderReader interface {
+	// Header returns the stored header of session id exactly as stored:
+	// optional fields that were absent are nil, never zero. An unknown id
+	// is an error wrapping ErrNotFound.
+	Header(ctx context.Context, id string) (session.Header, error)
+}
+
+// ChildrenReader answers the two questions a subagent listing asks of the
+// persisted headers. It never reads an event log.
+type ChildrenReader interface {
+	// ChildrenOf calls fn for every session, of any origin, whose
+	// parentSession is parentID, in DSH's order: createdAt ascending,
+	// then id (the caller re-sorts ties by JavaScript localeCompare, see
+	// corpus.SortHeaders). The cost must depend on the number of children,
+	// not on the size of the store. An unknown parent has no children. An
+	// error from fn stops the walk and is returned as is.
+	ChildrenOf(ctx context.Context, parentID string, fn func(session.Header) error) error
+	// HasSubagentChild reports whether any session with origin "subagent"
+	// names id as its parent.
+	HasSubagentChild(ctx context.Context, id string) (bool, error)
+	// SubagentParents is HasSubagentChild for many ids at once: the set of
+	// ids (each mapped to true) that some subagent-origin session names as
+	// its parent. Ids not in the result have no subagent child.
+	SubagentParents(ctx context.Context, ids []string) (map[string]bool, error)
+}
+
+// SessionLister streams every session of a corpus.
+type SessionLister interface {
+	// ListHeaders calls fn for every stored header, one at a time, in a
+	// stable order (the store's insertion order). Memory use must not grow
+	// with the number of sessions. An error from fn stops the walk.
+	ListHeaders(ctx context.Context, fn func(session.Header) error) error
+}
+
+// LogReader reads event logs without changing anything.
+type LogReader interface {
+	// Inspect returns the session as DSH's non-mutating inspect reads it:
+	// the header, the valid stored prefix of the log (a torn tail cut off
+	// in the result only, reported in Torn) and the Closers a repairing
+	// Load would append. A committed row that cannot be read is an error
+	// wrapping ErrCorrupt (a *CorruptRowError); a log failing DSH's
+	// validation is an error wrapping *session.ValidationError; an unknown
+	// id wraps ErrNotFound. It writes nothing, ever.
+	Inspect(ctx context.Context, id string) (*Inspection, error)
+	// InspectTypes is Inspect keeping only events whose type is in types
+	// (the verdict is the same as Inspect's: the whole log is judged).
+	// Closers are left out.
+	InspectTypes(ctx context.Context, id string, types ...string) (*Inspection, error)
+	// Audit reads the raw facts a diagnosis needs and Inspect hides: the
+	// stored seqs' gaps and, beside the valid prefix, the reason the log
+	// cannot be read (ReadErr is exactly Inspect's error). Only a failure
+	// to read the store, or an unknown id (ErrNotFound), is an error.
+	Audit(ctx context.Context, id string) (*AuditRead, error)
+}
+
+// Reader is the whole read side: what every corpus offers, a dsh store and
+// a foreign DSH corpus alike.
+type Reader interface {
+	HeaderReader
+	ChildrenReader
+	SessionLister
+	LogReader
+}
+
+// Writer writes sessions. Every write is atomic: a refused or failed write
+// leaves nothing behind.
+type Writer interface {
+	// CreateSession stores a new session with its initial events. The log
+	// is validated as DSH validates one it restores; an invalid one is an
+	// error wrapping *session.ValidationError. An existing id is an error
+	// wrapping ErrDuplicate.
+	CreateSession(ctx context.Context, h session.Header, initial []session.Event) error
+	// Append adds events to the end of session id's log. expectedNext is
+	// the seq the writer believes comes next; when the stored log
+	// disagrees the append is refused with an error wrapping
+	// *StaleWriterError (code STALE_WRITER). An invalid batch wraps
+	// *session.ValidationError. An empty batch is a no-op. No append ever
+	// changes an earlier row.
+	Append(ctx context.Context, id string, expectedNext int64, events []session.Event) error
+	// Load is the repairing read a writer does before it resumes a
+	// session: it deletes a torn tail and appends the Closers of an
+	// interrupted turn, once; a second Load finds nothing to repair and
+	// writes nothing. It returns the log as it is afterwards. Errors as
+	// Inspect's.
+	Load(ctx context.Context, id string) (*Inspection, error)
+	// ImportSession stores a foreign session exactly as found, even when
+	// DSH would reject it (gaps, invalid events), with the torn tail's
+	// bytes kept beside the log. It is the only write path that accepts
+	// invalid logs. The result says how the log reads back. An existing id
+	// is an error wrapping ErrDuplicate.
+	ImportSession(ctx context.Context, h session.Header, events []session.Event, tail *TornTail) (ImportResult, error)
+}
+
+// Leaser manages the leases that make a session live: at most one
+// unexpired lease per session, judged by the backend's clock (Now), never
+// by the caller's.
+type Leaser interface {
+	// AcquireLease takes the lease on session id for h as one
+	// compare-and-set: a lease h already holds is renewed; an unexpired
+	// lease of another holder refuses with an error wrapping
+	// *LeaseHeldError (code NOT_DELIVERED) and writes nothing; an expired
+	// one is taken over and returned as replaced. The new lease expires
+	// h.TTL after Now and has no published snapshot. An unknown session
+	// wraps ErrNotFound. Of any number of concurrent acquirers — goroutines
+	// or processes — exactly one succeeds.
+	AcquireLease(ctx context.Context, id string, h LeaseHolder) (replaced *Lease, err error)
+	// HeartbeatLease renews h's lease for another h.TTL from Now and, when
+	// snap is not nil, publishes it atomically with the renewal. A lease
+	// that is no longer h's is an error wrapping ErrLeaseLost and nothing
+	// is written. Inside Update it makes the transaction's appends
+	// conditional on still holding the lease.
+	HeartbeatLease(ctx context.Context, id string, h LeaseHolder, snap *LiveSnapshot) error
+	// ReleaseLease deletes h's lease on id; a lease that is no longer h's
+	// is left alone and reported as an error wrapping ErrLeaseLost.
+	ReleaseLease(ctx context.Context, id string, h LeaseHolder) error
+	// Leases lists every lease, expired ones included, by session id.
+	Leases(ctx context.Context) ([]Lease, error)
+	// LiveSessions returns every session whose lease has not expired at
+	// Now, keyed by id, with its stored header and the published snapshot.
+	LiveSessions(ctx context.Context) (map[string]Live, error)
+	// Now is the backend's clock, the one leases are judged by.
+	Now(ctx context.Context) (time.Time, error)
+}
+
+// CheckpointReader reads stored projection checkpoints. The backend stores
+// records; their format and the rules for using them belong to projcache.
+type CheckpointReader interface {
+	// Checkpoint returns session id's record; found is false when there
+	// is none.
+	Checkpoint(ctx context.Context, id string) (rec CheckpointRecord, found bool, err error)
+	// CheckpointsOf calls fn for the record of every id in ids that has
+	// one, in no particular order.
+	CheckpointsOf(ctx context.Context, ids []string, fn func(CheckpointRecord) error) error
+	// ChildCheckpoints calls fn for every record whose witness names
+	// parent as parentSession (one index range, for a listing of parent's
+	// children), in no particular order.
+	ChildCheckpoints(ctx context.Context, parent string, fn func(CheckpointRecord) error) error
+	// EachCheckpoint calls fn for every record, by session id (byte
+	// order).
+	EachCheckpoint(ctx context.Context, fn func(CheckpointRecord) error) error
+}
+
+// CheckpointWriter changes stored checkpoints.
+type CheckpointWriter interface {
+	// PutCheckpoint replaces the record of rec.Witness.ID as a whole (no
+	// field of an older record survives). The backend does not check the
+	// rows; projcache does before it calls.
+	PutCheckpoint(ctx context.Context, rec CheckpointRecord) error
+	// DeleteCheckpoint removes id's record; a missing record is not an
+	// error.
+	DeleteCheckpoint(ctx context.Context, id string) error
+	// ClearCheckpoints removes every record and returns how many there
+	// were.
+	ClearCheckpoints(ctx context.Context) (int64, error)
+}
+
+// Store is everything one open backend offers, and what the views handed
+// to View and Update callbacks offer.
+type Store interface {
+	Reader
+	Writer
+	Leaser
+	CheckpointReader
+	CheckpointWriter
+}
+
+// Transactor runs several calls as one unit.
+type Transactor interface {
+	// View runs fn with a Store whose reads all see one consistent
+	// snapshot; writes through it fail. Inside a view it reuses the view.
+	View(ctx context.Context, fn func(view Store) error) error
+	// Update runs fn with a Store bound to one write transaction and
+	// commits when fn returns nil; any error rolls back everything fn
+	// wrote. A concurrent writer waits or fails, it never interleaves.
+	// Inside an Update it nests: a failed inner Update undoes only its own
+	// writes. On a read-only open it fails with code STORE_UNAVAILABLE.
+	Update(ctx context.Context, fn func(tx Store) error) error
+}
+
+// Backend is an open session store: the whole contract.
+type Backend interface {
+	Store
+	Transactor
+	// ReadOnly reports whether the backend was opened for reading only:
+	// then nothing, not even a file beside the store, is written.
+	ReadOnly() bool
+	Close() error
+}

@@ -1,0 +1,247 @@
+package backend
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// Sentinel errors, matched with errors.Is. A backend wraps them in a
+// *dsherr.Error carrying the code the CLI maps to an exit status.
+var (
+	// ErrNotFound: no session with the requested id (NOT_FOUND).
+	ErrNotFound = errors.New("session not found")
+	// ErrDuplicate: a session with that id already exists (DUPLICATE_CHILD).
+	ErrDuplicate = errors.New("session already exists")
+	// ErrCorrupt: a stored row before the last committed turn/end cannot be
+	// decoded or breaks seq contiguity (INVALID_LOG).
+	ErrCorrupt = errors.New("corrupt session log")
+	// ErrLeaseHeld: another live process holds the session (NOT_DELIVERED).
+	ErrLeaseHeld = errors.New("session is held by another live process")
+	// ErrLeaseLost: the caller's lease was taken over (it had expired and
+	// another process acquired it) or released; the caller must stop
+	// writing (NOT_DELIVERED).
+	ErrLeaseLost = errors.New("lease lost")
+)
+
+// Inspection is a session as a reader sees it.
+type Inspection struct {
+	Header session.Header
+	// Events is the valid stored prefix of the log, without Closers.
+	Events []session.Event
+	// Torn is non-nil when a torn tail was cut off: by Inspect only in the
+	// result, by Load in the store.
+	Torn *TornTail
+	// Closers are the events that close an interrupted turn (empty when the
+	// log ends balanced): what Load would append (Inspect) or has appended
+	// (Load). Events followed by Closers is the balanced log.
+	Closers []session.Event
+	// Verified reports that the log is recorded as validated by dsh's own
+	// write paths and unchanged since.
+	Verified bool
+}
+
+// TornTail is a physically incomplete suffix of a log: rows from FromSeq on
+// that cannot be read, or bytes an import kept as they were.
+type TornTail struct {
+	FromSeq int64
+	Reason  string
+	// Raw is opaque: the stored bytes of the first torn row, or the bytes
+	// an import recorded.
+	Raw []byte
+}
+
+// SeqGap is a run of seqs missing from a session's stored rows: every seq
+// from From to To (inclusive) is absent although a later row exists. Only a
+// faithful import or damage outside dsh can leave one.
+type SeqGap struct {
+	From, To int64
+}
+
+// AuditRead is a session read for diagnosis: everything Inspect sees, with
+// the verdict kept apart from the data instead of replacing it.
+type AuditRead struct {
+	Header session.Header
+	// Events is the contiguous decodable prefix of the log (what Inspect
+	// returns when ReadErr is nil); nil when a committed row is corrupt.
+	Events []session.Event
+	// Torn is the torn tail a reader cuts off, nil when none.
+	Torn *TornTail
+	// Closers are what Load would append to close an interrupted turn.
+	Closers []session.Event
+	// Gaps lists the holes in the stored seqs, in order, including rows
+	// after a torn tail's start.
+	Gaps []SeqGap
+	// Verified reports the log is recorded as validated by dsh's writes.
+	Verified bool
+	// ReadErr is exactly the error Inspect returns for this log (nil when
+	// it reads): one wrapping *session.ValidationError or ErrCorrupt.
+	ReadErr error
+}
+
+// ImportResult reports how an imported log reads back.
+type ImportResult struct {
+	// Events is the number of event rows written.
+	Events int
+	// Torn is the torn tail the log reads back with (the one given, or
+	// rows that cannot be read after the last turn/end), nil when none.
+	Torn *TornTail
+	// Verified: the log passes DSH's validation and has no torn tail; it
+	// was recorded as verified.
+	Verified bool
+	// Invalid is the error Inspect returns for the imported log (a
+	// validation failure or committed-row corruption); nil when it reads.
+	Invalid error
+}
+
+// StaleWriterError rejects an append whose writer's view of the log is out of
+// date: it expected the next seq to be Expected, but the stored log ends at
+// Stored-1. Nothing was written.
+type StaleWriterError struct {
+	ID       string
+	Expected int64
+	Stored   int64
+}
+
+func (e *StaleWriterError) Error() string {
+	return fmt.Sprintf("stale writer for session %q: append starts at seq %d, stored next seq is %d", e.ID, e.Expected, e.Stored)
+}
+
+// CorruptRowError names the committed row that cannot be read. It matches
+// ErrCorrupt with errors.Is.
+type CorruptRowError struct {
+	ID     string
+	Seq    int64
+	Reason string
+}
+
+func (e *CorruptRowError) Error() string {
+	return fmt.Sprintf("corrupt session log %q: invalid committed row at seq %d: %s", e.ID, e.Seq, e.Reason)
+}
+
+func (e *CorruptRowError) Is(target error) bool { return target == ErrCorrupt }
+
+// LeaseHolder identifies a process that holds leases and how long each of
+// its leases lives. When a lease expires is decided by the backend's clock.
+type LeaseHolder struct {
+	// ID is unique per holding process run; ownership is decided on it.
+	ID string
+	// PID and Host are recorded so people (and diagnose) can find the holder.
+	PID  int
+	Host string
+	// TTL is how long a lease lives after each acquisition or heartbeat.
+	TTL time.Duration
+}
+
+// NewLeaseHolder returns a holder for this process: a fresh random id, this
+// process's pid and host name, and the given TTL.
+func NewLeaseHolder(ttl time.Duration) LeaseHolder {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return LeaseHolder{ID: uuid.NewString(), PID: os.Getpid(), Host: host, TTL: ttl}
+}
+
+// Check refuses a holder a backend cannot record: no id, or a TTL that is
+// not positive.
+func (h LeaseHolder) Check() error {
+	if h.ID == "" {
+		return dsherr.New(dsherr.Internal, "lease holder has no id")
+	}
+	if h.TTL <= 0 {
+		return dsherr.New(dsherr.InvalidInput, "lease TTL must be positive (got %s)", h.TTL)
+	}
+	return nil
+}
+
+// LiveSnapshot is what a holder publishes about the session it runs: the
+// view of its `subagent` projection unit as of AsOfSeq. Subagent nil means
+// nothing published yet.
+type LiveSnapshot struct {
+	Subagent json.RawMessage
+	AsOfSeq  int64
+	// UnitFailure is set when the holder's projection unit failed.
+	UnitFailure string
+}
+
+// Lease is one stored lease. Times are epoch milliseconds of the backend's
+// clock.
+type Lease struct {
+	SessionID   string
+	Holder      string
+	PID         int
+	Host        string
+	AcquiredAt  int64
+	HeartbeatAt int64
+	ExpiresAt   int64
+	// Snapshot is the published live snapshot, nil when none yet.
+	Snapshot *LiveSnapshot
+}
+
+// Expired reports whether the lease's holder stopped renewing it: a lease
+// expiring at or before now (the backend's Now) no longer makes its session
+// live.
+func (l Lease) Expired(now time.Time) bool { return l.ExpiresAt <= now.UnixMilli() }
+
+// LeaseHeldError names the live holder that refused an acquisition.
+type LeaseHeldError struct {
+	Lease Lease
+	// Now is when the backend looked, epoch ms.
+	Now int64
+}
+
+func (e *LeaseHeldError) Error() string {
+	l := e.Lease
+	return fmt.Sprintf("session %q is held by another live process (pid %d on %s, holder %s, lease expires in %s); not delivered",
+		l.SessionID, l.PID, l.Host, l.Holder, time.Duration(l.ExpiresAt-e.Now)*time.Millisecond)
+}
+
+func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
+
+// LeaseLost is the error a backend returns when h no longer holds the lease
+// on session id.
+func LeaseLost(id string, h LeaseHolder) error {
+	return &dsherr.Error{
+		Code: dsherr.NotDelivered,
+		Msg:  fmt.Sprintf("session %q: the lease of holder %s was taken over or released; not delivered", id, h.ID),
+		Err:  ErrLeaseLost,
+	}
+}
+
+// Live is what a live holder publishes about the session it runs, as a
+// listing reads it.
+type Live struct {
+	Holder string
+	// Header is the stored header of the held session. A live record's
+	// header wins its id wholesale over the persisted one, as in DSH.
+	Header session.Header
+	// Subagent is the raw view of the holder's `subagent` projection unit
+	// (`null` or an identity object), or nil when the holder has not
+	// published a snapshot yet.
+	Subagent json.RawMessage
+	// AsOfSeq is the last event seq the published snapshot covers.
+	AsOfSeq int64
+	// UnitFailure is set when the holder's projection unit failed; the row
+	// for such a child is `corrupt`.
+	UnitFailure string
+}
+
+// CheckpointRecord is one stored projection checkpoint. The backend keeps
+// it whole; projcache decides what it means.
+type CheckpointRecord struct {
+	// Witness is the header the rows were folded from; Witness.ID is the
+	// session the record belongs to. Absent optional fields stay absent.
+	Witness session.Header
+	// AsOfSeq is the last durable event seq the rows cover (-1: none).
+	AsOfSeq int64
+	// Rows is projcache's encoding of the unit rows, stored as given.
+	Rows []byte
+}
