@@ -74,7 +74,7 @@ it, --quiet silences it and the closing summary line).
 	f.StringVar(&opts.scope, "scope", string(diagnose.ScopeChildren), "with --parent: children or descendants")
 	f.BoolVar(&opts.all, "all", false, "examine every session, ordinary ones included")
 	f.StringVar(&opts.failOn, "fail-on", diagnose.Error.String(), "exit 1 when a finding has this severity or a higher one: error, warning or info")
-	f.IntVar(&opts.maxFindings, "max-findings", 0, "stop after this many findings (0: no limit)")
+	f.IntVar(&opts.maxFindings, "max-findings", 0, "print at most this many findings (0: no limit); the summary and exit status still count every finding")
 	f.BoolVar(&opts.noStrict, "no-strict", false, "report an unknown id or parent as an UNKNOWN_SESSION finding instead of failing")
 	f.BoolVar(&opts.progress.force, "progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	f.BoolVar(&opts.progress.quiet, "quiet", false, "no progress bar and no summary line on stderr")
@@ -170,10 +170,15 @@ func runDiagnose(ctx context.Context, a *app, p *render.Printer, opts diagnoseOp
 		return err
 	}
 	line := summaryLine(sum, failOn)
+	if opts.progress.quiet {
+		// --quiet silences the summary line, on failure too; the exit
+		// status still tells.
+		line = ""
+	}
 	if n := sum.AtOrAbove(failOn); n > 0 {
 		return failedCheck("%s", line)
 	}
-	if !opts.progress.quiet {
+	if line != "" {
 		fmt.Fprintf(a.stderr, "dsh: %s\n", line)
 	}
 	return nil
@@ -188,7 +193,7 @@ func summaryLine(sum diagnose.Summary, failOn diagnose.Severity) string {
 	}
 	line := fmt.Sprintf("examined %d session(s): %s", sum.Examined, strings.Join(counts, ", "))
 	if sum.Truncated {
-		line += " (stopped at --max-findings)"
+		line += " (printing stopped at --max-findings)"
 	}
 	if n := sum.AtOrAbove(failOn); n > 0 {
 		return fmt.Sprintf("%s; %d finding(s) at or above %s", line, n, failOn)

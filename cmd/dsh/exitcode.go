@@ -85,7 +85,8 @@ func classify(err error, started bool) (dsherr.Code, int) {
 // checkFailed is returned by a command that did its job and found what the
 // user asked it to fail on (diagnose --fail-on, an --expect assertion): exit
 // status 1. It is not an error and carries no code; the command's output
-// already shows what was found, and stderr gets the message as one line.
+// already shows what was found, and stderr gets the message as one line
+// (none when the message is empty: the user asked for quiet).
 type checkFailed struct{ msg string }
 
 func (e *checkFailed) Error() string { return e.msg }
@@ -101,7 +102,9 @@ func failedCheck(format string, args ...any) error {
 func (a *app) exit(err error) int {
 	var cf *checkFailed
 	if errors.As(err, &cf) {
-		fmt.Fprintf(a.stderr, "dsh: %s\n", render.Escape(cf.msg))
+		if cf.msg != "" {
+			fmt.Fprintf(a.stderr, "dsh: %s\n", render.Escape(cf.msg))
+		}
 		return exitFound
 	}
 	code, status := classify(err, a.started)

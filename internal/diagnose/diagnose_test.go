@@ -246,9 +246,18 @@ func TestMultipleIdenticalDescriptorsAgree(t *testing.T) {
 	}
 }
 
-func TestMaxFindingsStopsTheAudit(t *testing.T) {
+// --max-findings stops the printing, not the audit: the summary (and so
+// the exit status) counts every session and finding.
+func TestMaxFindingsStopsPrintingButKeepsCounting(t *testing.T) {
 	s := newStore(t)
 	damageCorpus(s)
+	_, full, err := s.audit(Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Findings() <= 3 {
+		t.Fatalf("the damage corpus has only %d findings", full.Findings())
+	}
 	reports, sum, err := s.audit(Options{Strict: true, MaxFindings: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -257,11 +266,18 @@ func TestMaxFindingsStopsTheAudit(t *testing.T) {
 	for _, r := range reports {
 		n += len(r.Findings)
 	}
-	if n != 3 || sum.Findings() != 3 || !sum.Truncated {
+	if n != 3 || !sum.Truncated {
 		t.Errorf("%d findings reported, summary %+v", n, sum)
 	}
 	if last := reports[len(reports)-1]; len(last.Findings) == 0 {
-		t.Errorf("the audit went on past the limit: last report %+v", last)
+		t.Errorf("reports went on past the limit: last report %+v", last)
+	}
+	if sum.Examined != full.Examined || sum.Findings() != full.Findings() || sum.AtOrAbove(Error) != full.AtOrAbove(Error) {
+		t.Errorf("limited summary %+v, full summary %+v", sum, full)
+	}
+	// A limit that cuts nothing truncates nothing.
+	if _, sum, err := s.audit(Options{Strict: true, MaxFindings: full.Findings()}); err != nil || sum.Truncated {
+		t.Errorf("limit at the total: truncated %v, err %v", sum.Truncated, err)
 	}
 }
 

@@ -44,8 +44,9 @@ type Options struct {
 	// before anything is examined; otherwise it is an UNKNOWN_SESSION
 	// finding.
 	Strict bool
-	// MaxFindings stops the audit once this many findings are reported
-	// (0: no limit); the summary is then marked truncated.
+	// MaxFindings stops emitting reports once this many findings have
+	// been emitted (0: no limit); the audit goes on and the summary counts
+	// every session and finding, marked truncated.
 	MaxFindings int
 	// Progress, when set, is called with the total before the first
 	// session and after every examined session.
@@ -80,17 +81,11 @@ func Run(ctx context.Context, store *sqlitepersist.Store, opts Options, emit fun
 		sum = a.summary
 		return err
 	})
-	if errors.Is(err, errLimitReached) {
-		err = nil
-	}
 	if err != nil && ctx.Err() != nil {
 		return sum, dsherr.Wrap(dsherr.Cancelled, ctx.Err(), "diagnose was cancelled")
 	}
 	return sum, err
 }
-
-// errLimitReached stops the walk once MaxFindings findings are reported.
-var errLimitReached = errors.New("findings limit reached")
 
 // auditor is one audit's state; everything it reads goes through view.
 type auditor struct {
@@ -102,8 +97,12 @@ type auditor struct {
 	cache   *projcache.Cache
 	leases  leaseIndex
 	summary Summary
-	done    int
-	total   int
+	// shown counts the findings emitted; once it reaches MaxFindings,
+	// limitReached stops emitting (the audit and its counts go on).
+	shown        int
+	limitReached bool
+	done         int
+	total        int
 	// parent memoizes the last parent header looked up: sessions are
 	// visited grouped by parent.
 	parent struct {
@@ -424,25 +423,27 @@ func (a *auditor) examine(ctx context.Context, it item, res *subagent.Resolution
 	if err != nil {
 		return err
 	}
-	limited := false
-	if max := a.opts.MaxFindings; max > 0 {
-		left := max - a.summary.Findings()
-		if len(r.Findings) >= left {
-			r.Findings = r.Findings[:left]
-			limited = true
-		}
-	}
+	// The summary counts every finding, past the limit too: the exit status
+	// must reflect every session examined. Only the printing stops.
 	a.summary.add(r)
-	if err := a.emit(r); err != nil {
-		return err
-	}
 	a.done++
 	if a.opts.Progress != nil {
 		a.opts.Progress(a.done, max(a.total, a.done))
 	}
-	if limited {
-		a.summary.Truncated = true
-		return errLimitReached
+	if a.limitReached {
+		if len(r.Findings) > 0 {
+			a.summary.Truncated = true
+		}
+		return nil
 	}
-	return nil
+	if max := a.opts.MaxFindings; max > 0 {
+		left := max - a.shown
+		if len(r.Findings) >= left {
+			a.summary.Truncated = len(r.Findings) > left
+			r.Findings = r.Findings[:left]
+			a.limitReached = true
+		}
+	}
+	a.shown += len(r.Findings)
+	return a.emit(r)
 }
