@@ -147,11 +147,12 @@ func runDiagnose(ctx context.Context, a *app, p *render.Printer, opts diagnoseOp
 	defer closeStore(s, &err)
 	var (
 		step   func(int)
+		clear  = func() {}
 		finish = func() {}
 	)
 	progress := func(done, total int) {
 		if step == nil {
-			step, finish = a.progress(opts.progress, "diagnose", total)
+			step, clear, finish = a.progressClearing(opts.progress, "diagnose", total)
 		}
 		step(done)
 	}
@@ -161,7 +162,10 @@ func runDiagnose(ctx context.Context, a *app, p *render.Printer, opts diagnoseOp
 		Strict:      !opts.noStrict,
 		MaxFindings: opts.maxFindings,
 		Progress:    progress,
-	}, out.Add)
+	}, func(r diagnose.Report) error {
+		clear()
+		return out.Add(r)
+	})
 	finish()
 	if err != nil {
 		return err

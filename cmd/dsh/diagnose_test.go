@@ -170,3 +170,35 @@ func TestDiagnoseReadOnlyFileAndDirectory(t *testing.T) {
 		t.Errorf("the read-only directory holds %q after diagnose, want the database, WAL and index", got)
 	}
 }
+
+// On a terminal stdout and stderr are one screen: the progress bar is
+// cleared before each finding is printed, so no finding shares a line with
+// the bar.
+func TestDiagnoseProgressClearedBeforeFindings(t *testing.T) {
+	home := isolateEnv(t)
+	db := filepath.Join(home, "dsh.db")
+	t.Setenv("DSH_DB", db)
+	seedDamagedChildren(t, db)
+	var screen bytes.Buffer
+	code := run(context.Background(), []string{"diagnose", "--progress", "--fail-on", "info"}, strings.NewReader(""), &screen, &screen, time.Now)
+	if code != exitFound {
+		t.Fatalf("exit %d: %s", code, screen.String())
+	}
+	findings := 0
+	for _, line := range strings.Split(screen.String(), "\n") {
+		// What a terminal shows of the line: the text after the last
+		// carriage return.
+		shown := line[strings.LastIndex(line, "\r")+1:]
+		for _, sev := range []string{"error ", "warning ", "info "} {
+			if i := strings.Index(shown, sev); i >= 0 {
+				findings++
+				if i != 0 {
+					t.Errorf("finding shares its line with the bar: %q", shown)
+				}
+			}
+		}
+	}
+	if findings == 0 {
+		t.Fatalf("no findings printed: %q", screen.String())
+	}
+}
