@@ -49,6 +49,8 @@ TURN_INTERRUPTED, CACHE_FOREIGN (info). The README describes each.
 Output formats:
   table  one line per finding, like git fsck:
          <severity> <code> <session> [seq N]: <detail>
+  tsv    the same, as tab-separated cells: severity, code, session,
+         seq (empty when none), detail
   json   one document {"summary":{…},"sessions":[{"id","parentId","row",
          "rowKind","findings"}…]}
   jsonl  one session object per line, then one {"summary":{…}} line

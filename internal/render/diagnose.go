@@ -9,9 +9,12 @@ import (
 )
 
 // Diagnosis prints a diagnose audit as its reports arrive:
-//   - table and TSV: one line per finding, like git fsck,
+//   - table: one line per finding, like git fsck,
 //     `<severity> <code> <session> [seq N]: <detail>`, every stored string
 //     escaped; sessions without findings print nothing;
+//   - TSV: the same lines as five tab-separated cells, severity, code,
+//     session, seq (empty when the finding concerns no single event) and
+//     detail, for cut and awk;
 //   - JSONL: one session object per line, then one {"summary":…} line;
 //   - JSON: one document {"summary":…,"sessions":[…]}. The summary is known
 //     only at the end, so the encoded session objects (small: a row and a
@@ -41,7 +44,11 @@ func (d *Diagnosis) Add(r diagnose.Report) error {
 	}
 	var b strings.Builder
 	for _, f := range r.Findings {
-		b.WriteString(FindingLine(f))
+		if d.p.opts.Format == TSV {
+			b.WriteString(findingTSV(f))
+		} else {
+			b.WriteString(FindingLine(f))
+		}
 		b.WriteByte('\n')
 	}
 	_, err := d.p.w.Write([]byte(b.String()))
@@ -87,6 +94,16 @@ func FindingLine(f diagnose.Finding) string {
 	b.WriteString(": ")
 	b.WriteString(Escape(f.Detail))
 	return b.String()
+}
+
+// findingTSV is a finding as tab-separated cells; Escape turns a tab inside
+// a cell into \t, so every line has exactly five cells.
+func findingTSV(f diagnose.Finding) string {
+	seq := ""
+	if f.Seq != nil {
+		seq = strconv.FormatInt(*f.Seq, 10)
+	}
+	return strings.Join([]string{f.Severity.String(), string(f.Code), Escape(f.SessionID), seq, Escape(f.Detail)}, "\t")
 }
 
 // AppendDiagnosisSession appends one session's report as JSON:
