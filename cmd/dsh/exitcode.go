@@ -34,6 +34,7 @@ var exitCodes = map[dsherr.Code]int{
 	dsherr.NotResumable:    exitUsage,
 	dsherr.Unauthorized:    exitUsage,
 	dsherr.DuplicateChild:  exitUsage,
+	dsherr.AlreadyExists:   exitUsage,
 	dsherr.DepthExceeded:   exitUsage,
 	dsherr.NotDelivered:    exitConflict,
 	dsherr.StaleWriter:     exitConflict,
@@ -65,7 +66,7 @@ func classify(err error, started bool) (dsherr.Code, int) {
 	case errors.Is(err, sqlitepersist.ErrNotFound):
 		code = dsherr.NotFound
 	case errors.Is(err, sqlitepersist.ErrDuplicate):
-		code = dsherr.DuplicateChild
+		code = dsherr.AlreadyExists
 	case errors.As(err, &ve):
 		code = dsherr.InvalidLog
 	case errors.Is(err, sqlitepersist.ErrCorrupt):

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -45,8 +47,8 @@ included; --scope descendants: its whole tree); with --all, every session.
 Prints the file written for each session. Read-only for the database.
 
 ` + exitStatusHelp(
-			exitLine{exitUsage, "an unknown session id or parent (NOT_FOUND); nothing written"},
-			exitLine{exitStore, "some session could not be written (its file exists, its log has a corrupt committed row, …); the others were"},
+			exitLine{exitUsage, "an unknown session id or parent (NOT_FOUND; nothing written), or a session file exists (ALREADY_EXISTS; the other sessions were written)"},
+			exitLine{exitStore, "some session could not be read or written (its log has a corrupt committed row, …); the others were"},
 		),
 		Example: `  dsh export --to ./out --all
   dsh export --to ./out --parent 11111111-1111-4111-8111-111111111111 --scope descendants
@@ -146,28 +148,51 @@ func runExport(ctx context.Context, a *app, p *render.Printer, opts exportOption
 	if err != nil {
 		return err
 	}
-	l := render.NewList(p, exportColumns)
-	failed := 0
+	failed, exists := 0, 0
 	for _, r := range results {
 		if r.Err != nil {
 			failed++
+			if errors.Is(r.Err, fs.ErrExist) {
+				exists++
+			}
+		}
+	}
+	// -o json prints one document: on failure that is the error report
+	// (exit prints it), not the list followed by it. The warnings on stderr
+	// name every session, written or not.
+	var l *render.List[exportedView]
+	if failed == 0 || a.output != render.JSON {
+		l = render.NewList(p, exportColumns)
+	}
+	for _, r := range results {
+		if r.Err != nil {
 			a.warn(fmt.Sprintf("session %s not exported: %v", r.ID, r.Err))
 			continue
 		}
 		if r.Torn != nil {
 			a.warn(fmt.Sprintf("session %s: torn tail from seq %d not exported (%s)", r.ID, r.Torn.FromSeq, r.Torn.Reason))
 		}
+		if l == nil {
+			a.warn(fmt.Sprintf("session %s exported to %s", r.ID, r.Path))
+			continue
+		}
 		if err := l.Add(exportedView{ID: r.ID, Events: r.Events, Path: r.Path}); err != nil {
 			return err
 		}
 	}
-	if err := l.Close(); err != nil {
-		return err
+	if l != nil {
+		if err := l.Close(); err != nil {
+			return err
+		}
 	}
-	if failed > 0 {
-		return dsherr.New(dsherr.StoreError, "export: %d of %d session(s) not written", failed, len(results))
+	switch {
+	case failed == 0:
+		return nil
+	case exists == failed:
+		// The database was read fine; the target was in the way.
+		return dsherr.New(dsherr.AlreadyExists, "export: %d of %d session(s) not written: their files already exist", failed, len(results))
 	}
-	return nil
+	return dsherr.New(dsherr.StoreError, "export: %d of %d session(s) not written", failed, len(results))
 }
 
 // exportSelection resolves what to export; an unknown id or parent is

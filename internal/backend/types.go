@@ -18,7 +18,7 @@ import (
 var (
 	// ErrNotFound: no session with the requested id (NOT_FOUND).
 	ErrNotFound = errors.New("session not found")
-	// ErrDuplicate: a session with that id already exists (DUPLICATE_CHILD).
+	// ErrDuplicate: a session with that id already exists (ALREADY_EXISTS; start reports DUPLICATE_CHILD).
 	ErrDuplicate = errors.New("session already exists")
 	// ErrCorrupt: a stored row before the last committed turn/end cannot be
 	// decoded or breaks seq contiguity (INVALID_LOG).

@@ -15,7 +15,8 @@ const (
 	Cancelled       Code = "CANCELLED"
 	NotResumable    Code = "NOT_RESUMABLE"
 	Unauthorized    Code = "UNAUTHORIZED"
-	DuplicateChild  Code = "DUPLICATE_CHILD"
+	DuplicateChild  Code = "DUPLICATE_CHILD" // start: a subagent child with that id exists
+	AlreadyExists   Code = "ALREADY_EXISTS"  // a session (not a start's child) or a file to be created exists
 	DepthExceeded   Code = "DEPTH_EXCEEDED"
 	DescriptorError Code = "DESCRIPTOR_MALFORMED"
 	NotDelivered    Code = "NOT_DELIVERED" // another live process holds the child (lease conflict)

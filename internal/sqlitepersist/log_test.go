@@ -93,8 +93,8 @@ func TestCreateDuplicateRefusedWithoutTouchingOriginal(t *testing.T) {
 	other := rootHeader("s")
 	other.Cwd = ptr("/elsewhere")
 	err := s.CreateSession(ctx, other, newLog().turnStart().events)
-	if !errors.Is(err, ErrDuplicate) || dsherr.CodeOf(err) != dsherr.DuplicateChild {
-		t.Fatalf("duplicate create: %v, want ErrDuplicate / DUPLICATE_CHILD", err)
+	if !errors.Is(err, ErrDuplicate) || dsherr.CodeOf(err) != dsherr.AlreadyExists {
+		t.Fatalf("duplicate create: %v, want ErrDuplicate / ALREADY_EXISTS", err)
 	}
 	if after := dumpSession(t, s, "s"); after != before {
 		t.Errorf("duplicate create changed the original:\n%s\n%s", before, after)

@@ -82,7 +82,7 @@ func notFound(id string) error {
 }
 
 func duplicate(id string) error {
-	return &dsherr.Error{Code: dsherr.DuplicateChild, Msg: fmt.Sprintf("session %q already exists", id), Err: ErrDuplicate}
+	return &dsherr.Error{Code: dsherr.AlreadyExists, Msg: fmt.Sprintf("session %q already exists", id), Err: ErrDuplicate}
 }
 
 func boolInt(b bool) int64 {
