@@ -92,7 +92,7 @@ func (a *app) newRootCmd() *cobra.Command {
 		Long: `dsh keeps DeepSeek Harness (DSH) sessions in one SQLite file and starts,
 resumes, lists and diagnoses subagent children the way DSH does, offline.
 
-` + exitStatusHelp(),
+` + exitStatusHelp(rootExitLines...),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.ArbitraryArgs,

@@ -148,14 +148,26 @@ var commonExitLines = []exitLine{
 	{exitCancelled, "interrupted (SIGINT or SIGTERM)"},
 }
 
+// rootExitLines are the statuses some command ends with, for dsh --help.
+var rootExitLines = []exitLine{
+	{exitFound, "a check found what it was asked to fail on (diagnose --fail-on, list --expect, import of an unreadable session)"},
+	{exitConflict, "another live process holds the child (NOT_DELIVERED, STALE_WRITER); nothing written"},
+}
+
 // exitStatusHelp is the EXIT STATUS section of a command's help: the
 // statuses every command shares and the command's own, in status order.
+// Each status is numbered once; a command's own line for a shared status
+// continues it.
 func exitStatusHelp(specific ...exitLine) string {
 	lines := slices.Concat(commonExitLines, specific)
 	slices.SortStableFunc(lines, func(x, y exitLine) int { return x.status - y.status })
 	var b strings.Builder
 	b.WriteString("EXIT STATUS\n")
-	for _, l := range lines {
+	for i, l := range lines {
+		if i > 0 && lines[i-1].status == l.status {
+			fmt.Fprintf(&b, "       %s\n", l.text)
+			continue
+		}
 		fmt.Fprintf(&b, "  %-3d  %s\n", l.status, l.text)
 	}
 	b.WriteString("Errors print one line to stderr: dsh: <CODE>: <message>.")

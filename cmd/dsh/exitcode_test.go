@@ -124,14 +124,17 @@ func TestFailedCheck(t *testing.T) {
 }
 
 func TestExitStatusHelpInStatusOrder(t *testing.T) {
-	got := exitStatusHelp(exitLine{exitConflict, "held elsewhere"}, exitLine{exitFound, "findings"})
+	got := exitStatusHelp(exitLine{exitConflict, "held elsewhere"}, exitLine{exitFound, "findings"}, exitLine{exitStore, "and the source"})
 	var statuses []string
 	for line := range strings.Lines(got) {
-		if f := strings.Fields(line); len(f) > 1 && f[0] != "EXIT" && f[0] != "Errors" {
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ") {
 			statuses = append(statuses, f[0])
 		}
 	}
 	if want := "0 1 2 3 4 130"; strings.Join(statuses, " ") != want {
 		t.Errorf("statuses %v, want %s in\n%s", statuses, want, got)
+	}
+	if !strings.Contains(got, "\n       and the source\n") {
+		t.Errorf("a command's line for a shared status does not continue it:\n%s", got)
 	}
 }

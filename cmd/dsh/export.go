@@ -48,7 +48,7 @@ Prints the file written for each session. Read-only for the database.
 
 ` + exitStatusHelp(
 			exitLine{exitUsage, "an unknown session id or parent (NOT_FOUND; nothing written), or a session file exists (ALREADY_EXISTS; the other sessions were written)"},
-			exitLine{exitStore, "some session could not be read or written (its log has a corrupt committed row, …); the others were"},
+			exitLine{exitStore, "some session could not be read or written, for example a log with a corrupt committed row; the others were"},
 		),
 		Example: `  dsh export --to ./out --all
   dsh export --to ./out --parent 11111111-1111-4111-8111-111111111111 --scope descendants

@@ -51,7 +51,7 @@ Output formats:
 
 ` + exitStatusHelp(
 			exitLine{exitFound, "some session was unreadable or conflicting (the others were imported)"},
-			exitLine{exitStore, "the source or the database could not be read or written; a source in a format dsh does not read (UNSUPPORTED_FORMAT)"},
+			exitLine{exitStore, "the source could not be read, or is in a format dsh does not read (UNSUPPORTED_FORMAT)"},
 		),
 		Example: `  dsh import jsonl:$HOME/.dsh/sessions
   dsh import dsh-sqlite:$HOME/.dsh/sessions.db --dry-run
