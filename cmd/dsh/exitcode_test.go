@@ -30,7 +30,7 @@ func TestClassify(t *testing.T) {
 		{"missing database", fmt.Errorf("open: %w", sqlitepersist.ErrNoDatabase), true, dsherr.StoreError, 3},
 		{"unknown id", &dsherr.Error{Code: dsherr.NotFound, Msg: "x", Err: sqlitepersist.ErrNotFound}, true, dsherr.NotFound, 2},
 		{"unknown id uncoded", fmt.Errorf("header: %w", sqlitepersist.ErrNotFound), true, dsherr.NotFound, 2},
-		{"duplicate uncoded", fmt.Errorf("create: %w", sqlitepersist.ErrDuplicate), true, dsherr.DuplicateChild, 2},
+		{"duplicate uncoded", fmt.Errorf("create: %w", sqlitepersist.ErrDuplicate), true, dsherr.AlreadyExists, 2},
 		{"usage", dsherr.New(dsherr.Usage, "bad"), false, dsherr.Usage, 2},
 		{"invalid input", dsherr.New(dsherr.InvalidInput, "bad"), true, dsherr.InvalidInput, 2},
 		{"not resumable", dsherr.New(dsherr.NotResumable, "x"), true, dsherr.NotResumable, 2},
