@@ -3,11 +3,13 @@ package diagnose
 import (
 	"context"
 	"flag"
+	"io"
 	"path/filepath"
 	"runtime"
 	"testing"
 
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/scripts/benchfloor/floor"
 	"github.com/dsh-project/dsh/scripts/gencorpus"
 )
 
@@ -86,4 +88,23 @@ func BenchmarkDiagnoseChildren(b *testing.B) {
 func BenchmarkDiagnoseAll(b *testing.B) {
 	st := benchStore(b)
 	benchAudit(b, st, Options{Strict: true, Select: Selection{All: true}})
+}
+
+// BenchmarkDiagnoseChildrenFloor is BenchmarkDiagnoseChildren's floor
+// (scripts/benchfloor's): every event of every child streamed in one query
+// and JSON-parsed.
+func BenchmarkDiagnoseChildrenFloor(b *testing.B) {
+	st := benchStore(b)
+	db, err := floor.Open(st.Path(), true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	for b.Loop() {
+		if err := floor.Diagnose(ctx, db, gencorpus.DefaultParent, io.Discard); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(*benchChildren)*float64(b.N)/b.Elapsed().Seconds(), "sessions/s")
 }

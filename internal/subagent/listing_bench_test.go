@@ -1,13 +1,16 @@
 package subagent_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"io"
 	"path/filepath"
 	"testing"
 
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
+	"github.com/dsh-project/dsh/scripts/benchfloor/floor"
 	"github.com/dsh-project/dsh/scripts/gencorpus"
 )
 
@@ -72,41 +75,69 @@ func BenchmarkListChildrenUnverified(b *testing.B) {
 	benchListChildren(b, st)
 }
 
-// BenchmarkFloorQuery is the physical floor in-process: the one SQL query
-// returning every child's header, checkpoint record and hasChildren in DSH's
-// order, through the same SQLite driver, rows scanned and nothing else done.
-func BenchmarkFloorQuery(b *testing.B) {
+// BenchmarkListChildrenWarmFloor is BenchmarkListChildrenWarm's floor
+// (scripts/benchfloor's warm listing) on the same corpus: one query joining
+// headers with their checkpoints, identities from the stored text, the same
+// JSON bytes out. dsh's ns/op over this one's is the in-process ratio.
+func BenchmarkListChildrenWarmFloor(b *testing.B) {
+	st := benchStore(b, gencorpus.Spec{Children: benchChildren, Sessions: benchSessions})
+	benchFloor(b, st, func(ctx context.Context, db *sql.DB, w io.Writer) error {
+		return floor.List(ctx, db, gencorpus.DefaultParent, false, w)
+	})
+}
+
+// BenchmarkListChildrenColdFloor is BenchmarkListChildrenCold's floor:
+// identities folded from the descriptor events in one query.
+func BenchmarkListChildrenColdFloor(b *testing.B) {
+	st := benchStore(b, gencorpus.Spec{Children: benchChildren, Sessions: benchSessions, NoCheckpoints: true})
+	benchFloor(b, st, func(ctx context.Context, db *sql.DB, w io.Writer) error {
+		return floor.Cold(ctx, db, gencorpus.DefaultParent, w)
+	})
+}
+
+// BenchmarkListDescendants lists the parent's whole tree (forks of forks
+// included), cache filled.
+func BenchmarkListDescendants(b *testing.B) {
 	st := benchStore(b, gencorpus.Spec{Children: benchChildren, Sessions: benchSessions})
 	ctx := context.Background()
+	l := subagent.NewStoreLister(st, st, 0)
 	b.ReportAllocs()
-	b.ResetTimer()
 	for b.Loop() {
-		rows, err := st.Querier().QueryContext(ctx, floorQuery, gencorpus.DefaultParent)
+		rows, err := l.ListDescendants(ctx, gencorpus.DefaultParent)
 		if err != nil {
 			b.Fatal(err)
 		}
-		n := 0
-		for rows.Next() {
-			var (
-				id, cwd, parent, origin, preset, rowsText        sql.NullString
-				version, created, seed, depth, asOf, hasChildren sql.NullInt64
-			)
-			if err := rows.Scan(&id, &version, &created, &cwd, &parent, &seed, &origin, &depth, &preset, &asOf, &rowsText, &hasChildren); err != nil {
-				b.Fatal(err)
-			}
-			n++
+		if len(rows) < benchChildren {
+			b.Fatalf("%d rows, want at least %d", len(rows), benchChildren)
 		}
-		if err := rows.Close(); err != nil || n != benchChildren {
-			b.Fatalf("%d rows, %v", n, err)
+	}
+}
+
+// BenchmarkListDescendantsFloor is BenchmarkListDescendants's floor: one
+// recursive query.
+func BenchmarkListDescendantsFloor(b *testing.B) {
+	st := benchStore(b, gencorpus.Spec{Children: benchChildren, Sessions: benchSessions})
+	benchFloor(b, st, func(ctx context.Context, db *sql.DB, w io.Writer) error {
+		return floor.List(ctx, db, gencorpus.DefaultParent, true, w)
+	})
+}
+
+// benchFloor runs a floor over st's database file through its own
+// connection, as the benchfloor process does.
+func benchFloor(b *testing.B, st *sqlitepersist.Store, run func(context.Context, *sql.DB, io.Writer) error) {
+	db, err := floor.Open(st.Path(), true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	var out bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		out.Reset()
+		if err := run(ctx, db, &out); err != nil {
+			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchChildren, "ns/child")
 }
-
-// floorQuery is scripts/bench-list's floor query.
-const floorQuery = `SELECT s.id, s.version, s.created_at, s.cwd, s.parent_session, s.seed_length, s.origin,
-	s.delegation_depth, s.agent_preset, c.as_of_seq, c.rows,
-	EXISTS (SELECT 1 FROM sessions g WHERE g.parent_session = s.id AND g.origin = 'subagent')
-FROM sessions s LEFT JOIN projection_checkpoints c ON c.session_id = s.id
-WHERE s.parent_session = ? AND s.origin = 'subagent'
-ORDER BY s.created_at, s.id`

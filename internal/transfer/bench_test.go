@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
+	"github.com/dsh-project/dsh/scripts/benchfloor/floor"
 	"github.com/dsh-project/dsh/scripts/gencorpus"
 )
 
@@ -160,4 +162,67 @@ func BenchmarkList2000(b *testing.B) {
 			st.Close()
 		}
 	})
+}
+
+// importChildren is the size of the import benchmark's corpus.
+const importChildren = 1000
+
+// genExport writes gencorpus's parent with importChildren children (50
+// events each) and exports it as plain DSH JSONL, outside the timer.
+func genExport(b *testing.B) string {
+	b.Helper()
+	ctx := context.Background()
+	tmp := b.TempDir()
+	gen, err := sqlitepersist.Open(ctx, filepath.Join(tmp, "gen.db"), sqlitepersist.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer gen.Close()
+	spec := gencorpus.Spec{Children: importChildren, Sessions: importChildren + 1, MinEvents: 50, MaxEvents: 50, Seed: 7}
+	if _, err := gencorpus.Generate(ctx, gen, spec); err != nil {
+		b.Fatal(err)
+	}
+	ids, err := All(ctx, gen)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "jsonl")
+	if _, err := Export(ctx, gen, dir, ids, ExportOptions{Compression: dshformat.CompressionNone}); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// BenchmarkImportGenCorpus imports gencorpus's 1,000-child subtree from
+// plain JSONL into a fresh store per iteration.
+func BenchmarkImportGenCorpus(b *testing.B) {
+	benchmarkImport(b, Location{KindJSONL, genExport(b)})
+}
+
+// BenchmarkImportGenCorpusFloor is BenchmarkImportGenCorpus's floor
+// (scripts/benchfloor's): every line parsed, the same rows inserted into a
+// fresh store in large transactions with one prepared statement per table.
+func BenchmarkImportGenCorpusFloor(b *testing.B) {
+	ctx := context.Background()
+	dir := genExport(b)
+	for b.Loop() {
+		b.StopTimer()
+		path := filepath.Join(b.TempDir(), "dsh.db")
+		st, err := sqlitepersist.Open(ctx, path, sqlitepersist.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		st.Close()
+		db, err := floor.Open(path, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := floor.Import(ctx, db, dir); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		db.Close()
+		b.StartTimer()
+	}
 }

@@ -22,11 +22,25 @@ type series struct {
 	points [][2]float64 // children, ms
 }
 
-// plotCases are the listing cases drawn, with their colours.
-var plotCases = []struct{ name, color string }{
-	{"warm", "#1f77b4"},
-	{"cold", "#d62728"},
-	{"floor", "#7f7f7f"},
+// plotCases are the listing times drawn, with their colours: dsh's warm
+// and cold listings and the warm listing's floor.
+var plotCases = []struct {
+	name, color string
+	ms          func(*results, corpus) (float64, bool)
+}{
+	{"warm", "#1f77b4", dshMS("warm")},
+	{"cold", "#d62728", dshMS("cold")},
+	{"floor", "#7f7f7f", func(r *results, c corpus) (float64, bool) {
+		m := r.get(c, "warm")
+		return m.floorMS, m.present
+	}},
+}
+
+func dshMS(name string) func(*results, corpus) (float64, bool) {
+	return func(r *results, c corpus) (float64, bool) {
+		m := r.get(c, name)
+		return m.ms, m.present
+	}
 }
 
 // listingSeries collects, per case and transcript length, the median
@@ -56,8 +70,8 @@ func listingSeries(res *results) []series {
 				if k[1] != events {
 					continue
 				}
-				if m := res.get(c, pc.name); m.present && m.ms > 0 {
-					s.points = append(s.points, [2]float64{float64(c.children), m.ms})
+				if ms, ok := pc.ms(res, c); ok && ms > 0 {
+					s.points = append(s.points, [2]float64{float64(c.children), ms})
 				}
 			}
 			sort.Slice(s.points, func(i, j int) bool { return s.points[i][0] < s.points[j][0] })
