@@ -35,7 +35,7 @@ func damageCorpus(s *store) map[string]expectation {
 	s.create(s.childOf("parent", "c03-malformed"), withDescriptor(`{"version":2,"mode":"continuable","provider":7,"label":"x"}`))
 	want["c03-malformed"] = expectation{"DESCRIPTOR_MALFORMED@0", RowCorrupt}
 
-	s.create(s.childOf("parent", "c04-unsupported"), withDescriptor(`{"version":3,"mode":"continuable","provider":"spawn","label":"future"}`))
+	s.create(s.childOf("parent", "c04-unsupported"), withDescriptor(`{"version":4,"mode":"continuable","provider":"spawn","label":"future"}`))
 	want["c04-unsupported"] = expectation{"DESCRIPTOR_UNSUPPORTED_VERSION@0", RowCorrupt}
 
 	// Two valid descriptors: list shows the last, resume uses the first;

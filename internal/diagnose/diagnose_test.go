@@ -197,7 +197,7 @@ func TestDetailsNameSeqRuleAndChoice(t *testing.T) {
 		want []string
 	}{
 		{"c03-malformed", DescriptorMalformed, []string{"persisted subagent descriptor provider must be a string", "dsh list shows the child as corrupt"}},
-		{"c04-unsupported", DescriptorUnsupportedVersion, []string{"version 3 is not supported"}},
+		{"c04-unsupported", DescriptorUnsupportedVersion, []string{"version 4 is not supported"}},
 		{"c05-multiple", DescriptorMultiple, []string{`last (seq 7: continuable "second")`, `first (seq 0: continuable "first")`, "they differ"}},
 		{"c06-oneshot-first", DescriptorMultiple, []string{"seq 0: one-shot", "they differ"}},
 		{"c07-ancestor-only", DescriptorAncestorOnly, []string{"seedLength 7"}},

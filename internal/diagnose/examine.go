@@ -303,7 +303,7 @@ func checkDescriptors(s *sessionAudit, events []session.Event, live bool) {
 		case d.err != nil:
 			s.add(DescriptorMalformed, seqOf(d.seq), "%s%s", d.err, consequence)
 		case d.unsupports:
-			s.add(DescriptorUnsupportedVersion, seqOf(d.seq), "descriptor version %s is not supported (dsh reads version %d)%s", d.version, subagent.DescriptorVersion, consequence)
+			s.add(DescriptorUnsupportedVersion, seqOf(d.seq), "descriptor version %s is not supported (dsh reads versions %d and %d)%s", d.version, subagent.DescriptorVersion, subagent.DescriptorVersionLater, consequence)
 		}
 	}
 	if len(own) > 1 {

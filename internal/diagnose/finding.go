@@ -57,7 +57,7 @@ const (
 	// the detail is the parse message.
 	DescriptorMalformed Code = "DESCRIPTOR_MALFORMED"
 	// DescriptorUnsupportedVersion: an own-suffix descriptor whose version
-	// is a number other than 2.
+	// is a number other than 2 or 3.
 	DescriptorUnsupportedVersion Code = "DESCRIPTOR_UNSUPPORTED_VERSION"
 	// DescriptorMultiple: more than one descriptor in the own suffix; the
 	// detail says whether list (the last) and resume (the first) disagree.

@@ -72,6 +72,10 @@ func eventFromMembers(members []jsonMember, seq int64) (session.Event, error) {
 	return e, nil
 }
 
+// errRangeSeqs is a sourceEventSeqs element that is an [start, end] pair,
+// a later-format compaction known only from research.
+var errRangeSeqs = errors.New(`"sourceEventSeqs" holds a range pair`)
+
 func decodeSeqList(raw []byte) ([]int64, error) {
 	elems, ok := arrayElements(raw)
 	if !ok {
@@ -79,6 +83,9 @@ func decodeSeqList(raw []byte) ([]int64, error) {
 	}
 	seqs := make([]int64, len(elems))
 	for i, el := range elems {
+		if _, isPair := arrayElements(el); isPair {
+			return nil, errRangeSeqs
+		}
 		n, _, ok := safeInteger(el)
 		if !ok || n < 0 {
 			return nil, fmt.Errorf(`"sourceEventSeqs"[%d] is not a non-negative safe integer`, i)

@@ -3,6 +3,7 @@ package dshformat
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
@@ -29,9 +30,33 @@ func decodeHeader(line []byte) (h session.Header, listable bool, err error) {
 	}
 	if v, ok := lastMember(members, "version"); ok {
 		if f, isNum := numberValue(v.Value); isNum && f != 0 {
+			if session.IsLaterFormat(int64(f)) && float64(int64(f)) == f {
+				h, listable, err := laterHeaderShape(members, int64(f))
+				if err == nil || listable {
+					return h, listable, err
+				}
+				// Not a later-format header after all (no isSeeded, …):
+				// listed as today's shape allows and refused when read,
+				// never read as something it may not be.
+				refusal := &UnsupportedVersionError{Version: string(jsjson.AppendFloat(nil, f)),
+					Detail: fmt.Sprintf("header is not a format-%d header: %v", int64(f), err)}
+				if id, ok := lastMember(members, "id"); ok {
+					refusal.Session = displayID(id.Value)
+				}
+				shaped, shapeErr := headerShape(members)
+				return shaped, shapeErr == nil, refusal
+			}
 			refusal := &UnsupportedVersionError{Version: string(jsjson.AppendFloat(nil, f)), Detail: "header version"}
 			if id, ok := lastMember(members, "id"); ok {
 				refusal.Session = displayID(id.Value)
+			}
+			// A refused header is listable in whichever shape it has: a
+			// later format's (isSeeded) or today's.
+			if _, later := lastMember(members, "isSeeded"); later {
+				if shaped, _, shapeErr := laterHeaderShape(members, -1); shapeErr == nil {
+					shaped.Version = int64(f)
+					return shaped, true, refusal
+				}
 			}
 			shaped, shapeErr := headerShape(members)
 			return shaped, shapeErr == nil, refusal
@@ -39,6 +64,60 @@ func decodeHeader(line []byte) (h session.Header, listable bool, err error) {
 	}
 	h, err = headerShape(members)
 	return h, err == nil, err
+}
+
+// laterHeaderKeys is the exact key set of a format 2–4 header.
+var laterHeaderKeys = map[string]bool{
+	"type": true, "version": true, "id": true, "createdAt": true, "cwd": true, "parentSession": true,
+	"isSeeded": true, "origin": true, "delegationDepth": true, "agentPreset": true,
+}
+
+// laterHeaderShape decodes a format 2–4 header (later-formats §4): today's
+// fields, lineage as a required boolean isSeeded instead of seedLength, and
+// no other keys — a key outside the set is a construct dsh cannot vouch
+// for, so the session is refused (listable) rather than read. version < 0
+// skips the key-set check (a refused header read only for listing).
+//
+// A seeded header's SeedLength is 0 here: the cut of a later format is
+// the seq of its last tagged end-seed marker, known only once the log is
+// read (Source.Read returns the header with it).
+func laterHeaderShape(members []jsonMember, version int64) (session.Header, bool, error) {
+	v0 := make([]jsonMember, 0, len(members))
+	var unknown string
+	for _, m := range members {
+		if !laterHeaderKeys[m.Key] && unknown == "" {
+			unknown = m.Key
+		}
+		if m.Key != "isSeeded" && m.Key != "seedLength" {
+			v0 = append(v0, m)
+		}
+	}
+	h, err := headerShape(v0)
+	if err != nil {
+		return h, false, err
+	}
+	raw, present := lastMember(members, "isSeeded")
+	switch {
+	case !present:
+		return session.Header{}, false, fmt.Errorf(`%w: "isSeeded" is missing`, errNotHeader)
+	case string(raw.Value) == "true":
+		zero := int64(0)
+		h.SeedLength = &zero
+	case string(raw.Value) != "false":
+		return session.Header{}, false, fmt.Errorf(`%w: "isSeeded" is not a boolean`, errNotHeader)
+	}
+	if h.DelegationDepth == nil {
+		return session.Header{}, false, fmt.Errorf(`%w: "delegationDepth" is missing`, errNotHeader)
+	}
+	if version < 0 {
+		return h, true, nil
+	}
+	h.Version = version
+	if unknown != "" {
+		return h, true, &UnsupportedVersionError{Session: h.ID, Version: strconv.FormatInt(version, 10),
+			Detail: fmt.Sprintf("header key %q is not part of format %d", unknown, version)}
+	}
+	return h, true, nil
 }
 
 // displayID renders a header id for a message the way DSH does (String(id)),

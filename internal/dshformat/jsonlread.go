@@ -26,10 +26,26 @@ func readJSONLFile(ctx context.Context, path string, compressed bool) (*Session,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var s *Session
 	if compressed {
-		return decodeZstdLog(ctx, path, data)
+		s, err = decodeZstdLog(ctx, path, data)
+	} else {
+		s, err = decodePlainLog(ctx, path, data)
 	}
-	return decodePlainLog(ctx, path, data)
+	if err != nil {
+		return nil, err
+	}
+	if session.IsLaterFormat(s.Header.Version) && s.Header.IsSeeded() {
+		// The cut of a later format is its last tagged end-seed marker. A
+		// seeded log without one keeps a cut past its end, which
+		// validation reports (session.RuleLineageMarker).
+		cut, ok := session.LaterFormatCut(true, s.Events)
+		if !ok {
+			cut = int64(len(s.Events))
+		}
+		s.Header.SeedLength = &cut
+	}
+	return s, nil
 }
 
 // readStable reads a whole file, retrying while it changes underneath (a
@@ -65,7 +81,7 @@ func decodePlainLog(ctx context.Context, path string, text []byte) (*Session, er
 	if err != nil {
 		return nil, err
 	}
-	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: nl + 1, budget: maxLogText}
+	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: nl + 1, budget: maxLogText, later: session.IsLaterFormat(h.Version)}
 	if err := sc.scan(text, nl+1); err != nil {
 		return nil, err
 	}
@@ -141,7 +157,7 @@ func decodeZstdLog(ctx context.Context, path string, data []byte) (*Session, err
 		}
 		text = append(text, plain...)
 	}
-	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: headerEnd, frames: starts, budget: maxLogText}
+	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: headerEnd, frames: starts, budget: maxLogText, later: session.IsLaterFormat(h.Version)}
 	if err := sc.scan(text, headerEnd); err != nil {
 		return nil, err
 	}
@@ -199,6 +215,9 @@ type lineScanner struct {
 	frames    []frameStart // zstd only
 	// budget is what packed rows may still expand to (see rowLimits).
 	budget int
+	// later: the log is in a later format (2–4), where one line is one
+	// event and no packed rows exist.
+	later bool
 }
 
 func (s *lineScanner) locate(offset int, msg string) *CorruptError {
@@ -237,7 +256,7 @@ func (s *lineScanner) scan(text []byte, from int) error {
 func (s *lineScanner) accept(line []byte, pos int) error {
 	lim := jsonlRowLimits
 	lim.maxBytes = s.budget
-	rec, err := decodeRecord(line, lim)
+	rec, err := decodeRecord(line, lim, s.later)
 	if errors.Is(err, errTooLarge) {
 		ce := s.locate(pos, "session log exceeds dsh's size limit")
 		ce.Line, ce.Err = s.line, err
@@ -272,6 +291,10 @@ func (s *lineScanner) accept(line []byte, pos int) error {
 		}
 	} else {
 		e, err := eventFromMembers(rec.members, expected)
+		if errors.Is(err, errRangeSeqs) && s.later {
+			return &UnsupportedVersionError{Path: s.path, Session: s.id, Version: "2+",
+				Detail: fmt.Sprintf("line %d: range-form sourceEventSeqs, which dsh has not verified against DSH's files", s.line)}
+		}
 		if err != nil {
 			ce := s.locate(pos, "invalid event envelope")
 			ce.Line, ce.Err = s.line, err
@@ -303,14 +326,14 @@ type record struct {
 // and expands it if it is a packed row. Any line whose value is an object
 // with a row tag as its type is a row (JSONL has no other discriminator).
 // Lines that are not objects — null, numbers, arrays — are invalid lines.
-func decodeRecord(line []byte, lim rowLimits) (record, error) {
+func decodeRecord(line []byte, lim rowLimits, later bool) (record, error) {
 	members, err := parseObject(wellFormedUTF8(line))
 	if err != nil {
 		return record{}, err
 	}
 	t, _ := lastMember(members, keyType)
 	typ, _ := stringValue(t.Value)
-	if kind, ok := rowKindOf(typ); ok {
+	if kind, ok := rowKindOf(typ); ok && !later {
 		rows, err := decodeJSONLRow(kind, members, lim)
 		if err != nil {
 			return record{}, err

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/dsh-project/dsh/internal/session"
@@ -19,8 +21,31 @@ const (
 	suffixZstd  = ".jsonl.zstd"
 )
 
-// laterFormatName matches the transcripts of DSH's later session formats.
-var laterFormatName = regexp.MustCompile(`^session\.v([0-9]+)\.jsonl(\.zstd)?$`)
+// generationName matches a canonical log name of format generation N ≥ 1:
+// <stem>.vN.jsonl[.zstd], N decimal without a leading zero (DSH's
+// session.vN.jsonl, and session.K.vN.jsonl in its snapshot fixtures).
+var generationName = regexp.MustCompile(`^(.+?)\.v([1-9][0-9]*)\.jsonl(\.zstd)?$`)
+
+// nonCanonicalName matches generation-like names DSH does not write
+// (.v0, .v03, .V3): they are not session logs.
+var nonCanonicalName = regexp.MustCompile(`\.[vV][0-9]+\.jsonl(\.zstd)?$`)
+
+// fileGeneration splits a session file name into its role stem and format
+// generation (0 for names without .vN); ok is false for names that are not
+// session logs.
+func fileGeneration(name string) (stem string, gen int64, ok bool) {
+	if m := generationName.FindStringSubmatch(name); m != nil {
+		n, err := strconv.ParseInt(m[2], 10, 64)
+		if err != nil {
+			n = math.MaxInt64 // beyond anything dsh reads; refused by number
+		}
+		return m[1], n, true
+	}
+	if nonCanonicalName.MatchString(name) || !isSessionFileName(name) {
+		return "", 0, false
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(name, ".zstd"), suffixPlain), 0, true
+}
 
 type jsonlSource struct {
 	root     string
@@ -32,6 +57,12 @@ type jsonlSource struct {
 type jsonlFile struct {
 	path       string
 	compressed bool
+	// gen is the format generation the file name declares.
+	gen int64
+	// refused is why the session is listed but cannot be read: a format
+	// version dsh does not read, a header that disagrees with its file
+	// name, both compressions of one generation side by side.
+	refused error
 }
 
 // OpenJSONL opens a JSONL corpus: a single session file, or a directory
@@ -50,8 +81,8 @@ func OpenJSONL(ctx context.Context, path string) (Source, error) {
 	}
 	src := &jsonlSource{root: path, files: make(map[string]jsonlFile)}
 	if !info.IsDir() {
-		if !isSessionFileName(filepath.Base(path)) {
-			return nil, fmt.Errorf("open JSONL source %s: not a .jsonl or .jsonl.zstd file", path)
+		if _, _, ok := fileGeneration(filepath.Base(path)); !ok {
+			return nil, fmt.Errorf("open JSONL source %s: not a .jsonl or .jsonl.zstd session file", path)
 		}
 		if err := src.discover(ctx, []string{path}); err != nil {
 			return nil, err
@@ -75,7 +106,7 @@ func OpenJSONL(ctx context.Context, path string) (Source, error) {
 			}
 			return nil
 		}
-		if d.IsDir() || !isSessionFileName(d.Name()) {
+		if _, _, ok := fileGeneration(d.Name()); d.IsDir() || !ok {
 			return nil
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
@@ -101,38 +132,72 @@ func isSessionFileName(name string) bool {
 	return strings.HasSuffix(name, suffixPlain) || strings.HasSuffix(name, suffixZstd)
 }
 
-// discover reads the header of every candidate file and indexes the
+// selectGenerations keeps, per directory and role stem, the files of the
+// highest format generation, as DSH picks the log of a session directory
+// that holds several generations (older ones stay beside it after a
+// migration). It never falls back to an older generation.
+func selectGenerations(paths []string) [][]jsonlFile {
+	type role struct{ dir, stem string }
+	best := map[role][]jsonlFile{}
+	var order []role
+	for _, p := range paths {
+		stem, gen, _ := fileGeneration(filepath.Base(p))
+		r := role{filepath.Dir(p), stem}
+		f := jsonlFile{path: p, compressed: strings.HasSuffix(p, suffixZstd), gen: gen}
+		cur, seen := best[r]
+		switch {
+		case !seen:
+			order = append(order, r)
+			best[r] = []jsonlFile{f}
+		case gen > cur[0].gen:
+			best[r] = []jsonlFile{f}
+		case gen == cur[0].gen:
+			best[r] = append(cur, f)
+		}
+	}
+	out := make([][]jsonlFile, 0, len(order))
+	for _, r := range order {
+		out = append(out, best[r])
+	}
+	return out
+}
+
+// discover reads the header of every selected file and indexes the
 // sessions by id.
 func (s *jsonlSource) discover(ctx context.Context, paths []string) error {
 	found := make(map[string][]jsonlFile)
 	byID := make(map[string]session.Header)
-	for _, p := range paths {
+	for _, group := range selectGenerations(paths) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		file := jsonlFile{path: p, compressed: strings.HasSuffix(p, suffixZstd)}
-		h, listable, err := readHeaderOnly(p, file.compressed)
-		if m := laterFormatName.FindStringSubmatch(filepath.Base(p)); m != nil {
-			refusal := &UnsupportedVersionError{Path: p, Version: m[1], Detail: "file name"}
-			var headerRefusal *UnsupportedVersionError
-			switch {
-			case err == nil || listable:
-				refusal.Session = h.ID
-			case errors.As(err, &headerRefusal):
-				refusal.Session = headerRefusal.Session
+		file := group[0]
+		h, listable, err := readHeaderOnly(file.path, file.compressed)
+		if len(group) > 1 {
+			names := make([]string, len(group))
+			for i, f := range group {
+				names[i] = filepath.Base(f.path)
 			}
-			s.problems = append(s.problems, Problem{Path: p, ID: refusal.Session, Err: refusal})
-			continue
+			sort.Strings(names)
+			file.refused = corruptAt(file.path, h.ID, fmt.Sprintf("both compressions of format generation %d in one directory (%s): DSH refuses to pick one", file.gen, strings.Join(names, ", ")), nil)
 		}
 		var refusal *UnsupportedVersionError
 		switch {
-		case errors.As(err, &refusal) && !listable:
-			refusal.Path = p
-			s.problems = append(s.problems, Problem{Path: p, ID: refusal.Session, Err: refusal})
+		case errors.As(err, &refusal) && listable:
+			refusal.Path = file.path
+			if file.refused == nil {
+				file.refused = refusal
+			}
+		case errors.As(err, &refusal):
+			refusal.Path = file.path
+			s.problems = append(s.problems, Problem{Path: file.path, ID: refusal.Session, Err: refusal})
 			continue
 		case err != nil && !listable:
-			s.problems = append(s.problems, Problem{Path: p, Err: corruptAt(p, "", "cannot read session header", err)})
+			s.problems = append(s.problems, Problem{Path: file.path, Err: corruptAt(file.path, "", "cannot read session header", err)})
 			continue
+		}
+		if file.refused == nil {
+			file.refused = generationMismatch(file, h)
 		}
 		found[h.ID] = append(found[h.ID], file)
 		byID[h.ID] = h
@@ -158,6 +223,20 @@ func (s *jsonlSource) discover(ctx context.Context, paths []string) error {
 	return nil
 }
 
+// generationMismatch refuses a file whose name declares a generation dsh
+// does not read, or whose header version is not the one its name
+// declares (DSH requires them to agree).
+func generationMismatch(f jsonlFile, h session.Header) error {
+	switch {
+	case f.gen != 0 && !session.IsLaterFormat(f.gen):
+		return &UnsupportedVersionError{Path: f.path, Session: h.ID, Version: strconv.FormatInt(f.gen, 10), Detail: "file name"}
+	case h.Version != f.gen:
+		return &UnsupportedVersionError{Path: f.path, Session: h.ID, Version: strconv.FormatInt(h.Version, 10),
+			Detail: fmt.Sprintf("header version %d does not match the file name's generation %d", h.Version, f.gen)}
+	}
+	return nil
+}
+
 func (s *jsonlSource) Headers(ctx context.Context) ([]session.Header, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -175,8 +254,14 @@ func (s *jsonlSource) Read(ctx context.Context, id string) (*Session, error) {
 		}
 		return nil, fmt.Errorf("%s: session %q: %w", s.root, id, ErrNotFound)
 	}
+	if file.refused != nil {
+		return nil, file.refused
+	}
 	sess, err := readJSONLFile(ctx, file.path, file.compressed)
 	if err != nil {
+		return nil, err
+	}
+	if err := generationMismatch(file, sess.Header); err != nil {
 		return nil, err
 	}
 	if sess.Header.ID != id {

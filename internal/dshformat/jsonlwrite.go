@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -37,15 +38,18 @@ type WriteOptions struct {
 }
 
 // WriteJSONL writes one session as DSH's JSONL persistence would have
-// written it under root dir: dir/<ProjectKey(cwd) or _no-cwd>/<EncodeSegment(id)>/session.jsonl[.zstd],
+// written it under root dir: dir/<ProjectKey(cwd) or _no-cwd>/<EncodeSegment(id)>/<LogFileName>
+// (session.jsonl[.zstd] for format 0, session.vN.jsonl[.zstd] for a later
+// format, whose header carries isSeeded and whose events are never packed),
 // directories 0700, file 0600, published atomically (a temporary file
 // linked into place, so an existing session file is never overwritten:
 // that fails with an error matching fs.ErrExist). The events are written as
 // one batch and must be contiguous from seq 0. It returns the file's path.
 func WriteJSONL(ctx context.Context, dir string, h session.Header, events []session.Event, opts WriteOptions) (string, error) {
-	if h.Version != session.FormatVersion {
-		return "", fmt.Errorf("write session %q: format version %d: dsh writes only version %d", h.ID, h.Version, session.FormatVersion)
+	if !session.IsReadableFormat(h.Version) {
+		return "", fmt.Errorf("write session %q: format version %d: dsh writes only versions %d and %d–%d", h.ID, h.Version, session.FormatVersion, session.MinLaterFormat, session.MaxLaterFormat)
 	}
+	later := session.IsLaterFormat(h.Version)
 	if h.CreatedAt < 0 || h.CreatedAt > maxSafeInteger {
 		return "", fmt.Errorf("write session %q: createdAt %d is not a non-negative safe integer", h.ID, h.CreatedAt)
 	}
@@ -57,7 +61,8 @@ func WriteJSONL(ctx context.Context, dir string, h session.Header, events []sess
 	if err != nil {
 		return "", fmt.Errorf("write session %q: %w", h.ID, err)
 	}
-	body, err := encodeBatch(events, !opts.Unpacked)
+	// Later formats have no packed rows: one line is one event.
+	body, err := encodeBatch(events, !opts.Unpacked && !later)
 	if err != nil {
 		return "", fmt.Errorf("write session %q: %w", h.ID, err)
 	}
@@ -65,10 +70,9 @@ func WriteJSONL(ctx context.Context, dir string, h session.Header, events []sess
 		return "", err
 	}
 	header := append(h.MarshalJSONL(), '\n')
-	name := "session" + suffixPlain
+	name := LogFileName(h.Version, opts.Compression)
 	content := append(header, body...)
 	if opts.Compression == CompressionZstd {
-		name = "session" + suffixZstd
 		enc, err := frameEncoder()
 		if err != nil {
 			return "", err
@@ -83,6 +87,20 @@ func WriteJSONL(ctx context.Context, dir string, h session.Header, events []sess
 		return "", fmt.Errorf("write session %q: %w", h.ID, err)
 	}
 	return final, nil
+}
+
+// LogFileName is the name DSH gives the log of format version v:
+// session.jsonl for format 0, session.vN.jsonl for a later one, with .zstd
+// appended when compressed.
+func LogFileName(v int64, c Compression) string {
+	name := "session"
+	if v != session.FormatVersion {
+		name += ".v" + strconv.FormatInt(v, 10)
+	}
+	if c == CompressionZstd {
+		return name + suffixZstd
+	}
+	return name + suffixPlain
 }
 
 // encodeBatch encodes events as the lines of one append batch.

@@ -1,5 +1,5 @@
 // Package dshformat reads session corpora written by DeepSeek Harness (DSH)
-// 0.1.0-rc.8 — JSONL session files (plain or zstd-framed) and DSH's schema-17
+// 0.1.0-rc.8 and later releases — JSONL session files (plain or zstd-framed) and DSH's schema-17
 // SQLite store — and DSH's projection cache file, and writes DSH JSONL
 // session files. It knows DSH's formats and nothing about dsh's CLI or
 // database.
@@ -13,10 +13,14 @@
 // message shapes, known types) is left to package session, as DSH leaves it
 // to Session construction.
 //
-// Only DSH session format version 0 and SQLite schema 17 are read. Later
-// formats — session.vN.jsonl[.zstd] files, headers with another version,
-// other SQLite schema versions — are refused with an
-// *UnsupportedVersionError, never read partially.
+// JSONL session formats 0 and 2–4 are read (session.jsonl and
+// session.vN.jsonl, plain or zstd; the highest generation in a directory
+// wins, as in DSH), and SQLite schema 17. Other versions — V1, V5 and
+// later, a header whose version is not its file name's, other SQLite
+// schema versions — and the later-format constructs dsh has not verified
+// against DSH's files are refused with an *UnsupportedVersionError, never
+// read partially; such a session is still listed by Headers when its
+// header can be read, so that it shows as an unavailable row.
 package dshformat
 
 import (

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dsh-project/dsh/internal/jsjson"
@@ -194,8 +195,8 @@ func decodeSourceSeqs(raw []byte) ([]int64, error) {
 
 // MarshalJSONL returns the JSONL header line (without the newline) exactly as
 // DSH's JSONL backend writes it: keys type, version, id, createdAt, cwd?,
-// parentSession?, seedLength?, origin?, delegationDepth (always; 0 when
-// absent), agentPreset?.
+// parentSession?, seedLength? (later formats: isSeeded, always), origin?,
+// delegationDepth (always; 0 when absent), agentPreset?.
 func (h Header) MarshalJSONL() []byte {
 	b := make([]byte, 0, 160)
 	b = append(b, `{"type":"session","version":`...)
@@ -212,7 +213,13 @@ func (h Header) MarshalJSONL() []byte {
 		b = append(b, `,"parentSession":`...)
 		b = jsjson.AppendString(b, *h.ParentSession)
 	}
-	if h.SeedLength != nil {
+	switch {
+	case IsLaterFormat(h.Version):
+		// Later formats carry lineage as isSeeded on every header; the cut
+		// is the tagged end-seed marker in the log.
+		b = append(b, `,"isSeeded":`...)
+		b = strconv.AppendBool(b, h.IsSeeded())
+	case h.SeedLength != nil:
 		b = append(b, `,"seedLength":`...)
 		b = jsjson.AppendInt(b, *h.SeedLength)
 	}
@@ -328,7 +335,7 @@ func fieldOr(o object, key string) []byte {
 // this build does not read.
 func formatRefusal(id, version string, newer bool) string {
 	if newer {
-		return fmt.Sprintf("session \"%s\" uses log format v%s, but this harness reads only v%d: the log was written by a newer harness — upgrade the harness to open it", id, version, FormatVersion)
+		return fmt.Sprintf("session \"%s\" uses log format v%s, but this harness reads only v%d and v%d–v%d: the log was written by a newer harness — upgrade the harness to open it", id, version, FormatVersion, MinLaterFormat, MaxLaterFormat)
 	}
 	return fmt.Sprintf("session \"%s\" uses log format v%s, older than the supported v%d, and this build ships no upgrade path for it", id, version, FormatVersion)
 }

@@ -144,7 +144,7 @@ func TestParseHeaderJSONReadRules(t *testing.T) {
 	}{
 		{`{` + ok + `}`, "", ""},
 		{`{` + ok + `,"createdAt":1.0,"extra":{"x":1}}`, "", ""},
-		{`{"type":"session","version":42,"id":123}`, RuleFormatVersion, `session "123" uses log format v42, but this harness reads only v0`},
+		{`{"type":"session","version":42,"id":123}`, RuleFormatVersion, `session "123" uses log format v42, but this harness reads only v0 and v2–v4`},
 		{`{"version":99,"id":"s","shape":"anything"}`, RuleFormatVersion, "written by a newer harness"},
 		{`{"type":"session","version":-1,"id":"s"}`, RuleFormatVersion, `session "s" uses log format v-1, older than the supported v0`},
 		{`{"type":"session","version":7}`, RuleFormatVersion, `session "undefined" uses log format v7`},

@@ -50,6 +50,11 @@ const (
 	RuleAssistantMessageShape = "assistant-message-shape"
 	RuleToolResultShape       = "tool-result-shape"
 	RuleRequestHeaderShape    = "request-header-shape"
+	RuleSystemMessageShape    = "system-message-shape"
+
+	// RuleLineageMarker: a later-format log whose tagged session/end-seed
+	// markers disagree with its header's isSeeded (and cut).
+	RuleLineageMarker = "lineage-marker"
 
 	RuleSeqContiguous = "seq-contiguous"
 

@@ -22,7 +22,10 @@ func messageRule(t string) string {
 
 // checkMessageShape validates the message carried by a user/message,
 // assistant/message or tool/result event; other types pass.
-func checkMessageShape(e Event, pos int64) *ValidationError {
+func checkMessageShape(r formatRules, e Event, pos int64) *ValidationError {
+	if e.Type == TypeSystemMessage && r.isSurface(e.Type) {
+		return checkSystemMessage(e, pos)
+	}
 	if !isSurfaceType(e.Type) {
 		return nil
 	}
@@ -42,8 +45,11 @@ func checkMessageShape(e Event, pos int64) *ValidationError {
 		return fail("lacks an identified message")
 	}
 	wantRole := "user"
-	if e.Type == TypeAssistantMsg {
+	switch {
+	case e.Type == TypeAssistantMsg:
 		wantRole = "assistant"
+	case e.Type == TypeToolResult:
+		wantRole = r.toolRole
 	}
 	if role, ok := parseString(fieldOr(msg, "role")); !ok || role != wantRole {
 		return fail(`message must have role "` + wantRole + `"`)
@@ -63,6 +69,9 @@ func checkMessageShape(e Event, pos int64) *ValidationError {
 			return fail("message must have model source")
 		}
 	case TypeToolResult:
+		if r.toolRole == "tool" {
+			return checkToolRoleResult(msg, fail)
+		}
 		callID, ok := parseString(fieldOr(source, "callId"))
 		if kind != "tool" || !ok || callID == "" {
 			return fail("message must have tool source")

@@ -68,6 +68,8 @@ func RestoreValidator(h Header, state []byte) (*Validator, error) {
 		seen[n] = true
 	}
 	v := &Validator{
+		header:      h,
+		rules:       rulesFor(h.Version),
 		id:          h.ID,
 		next:        st.Next,
 		nodes:       slices.Clip(st.Nodes),

@@ -27,7 +27,7 @@ func (v *Validator) planSurface(e Event, pos int64) (surfacePlan, *ValidationErr
 	fail := func(rule, format string, args ...any) (surfacePlan, *ValidationError) {
 		return surfacePlan{}, failf(pos, rule, "invalid seed event at index %d: %s", pos, fmt.Sprintf(format, args...))
 	}
-	if !isSurfaceType(e.Type) {
+	if !v.rules.isSurface(e.Type) {
 		if e.SurfaceOp != nil {
 			return fail(RuleSurfaceOpForbidden, "session event \"%s\" is not surface-eligible and cannot carry surfaceOp", e.Type)
 		}
@@ -46,7 +46,7 @@ func (v *Validator) planSurface(e Event, pos int64) (surfacePlan, *ValidationErr
 		if !isObj {
 			return fail(RuleSurfaceOpInvalid, "session event \"%s\" carries an invalid surfaceOp", e.Type)
 		}
-		start, end, ok := replaceOp(op)
+		start, end, ok := replaceOp(op, v.rules)
 		if !ok {
 			return fail(RuleSurfaceOpInvalid, "session event \"%s\" carries an invalid replace surfaceOp", e.Type)
 		}
@@ -70,7 +70,7 @@ func (v *Validator) planSurface(e Event, pos int64) (surfacePlan, *ValidationErr
 	if e.Type != TypeToolResult {
 		return plan, nil
 	}
-	plan.rest = toolResultRest(e.Data)
+	plan.rest = toolResultRest(e.Data, v.rules.toolRole == "tool")
 	if !plan.replace {
 		return plan, nil
 	}
@@ -89,15 +89,15 @@ func (v *Validator) planSurface(e Event, pos int64) (surfacePlan, *ValidationErr
 
 // replaceOp reads the exact replace shape {op:"replace", start, end} with
 // start and end non-negative safe integers.
-func replaceOp(op object) (start, end int64, ok bool) {
-	if !op.hasExactKeys("op", "start", "end") {
+func replaceOp(op object, r formatRules) (start, end int64, ok bool) {
+	if !op.hasExactKeys("op", r.replaceStart, r.replaceEnd) {
 		return 0, 0, false
 	}
 	if s, _ := parseString(fieldOr(op, "op")); s != "replace" {
 		return 0, 0, false
 	}
-	start, okStart := parseSafeInt(fieldOr(op, "start"))
-	end, okEnd := parseSafeInt(fieldOr(op, "end"))
+	start, okStart := parseSafeInt(fieldOr(op, r.replaceStart))
+	end, okEnd := parseSafeInt(fieldOr(op, r.replaceEnd))
 	if !okStart || !okEnd || start < 0 || end < 0 {
 		return 0, 0, false
 	}
@@ -147,7 +147,7 @@ func checkProvenance(e Event, shadowed []int64) (rule, msg string) {
 // null and everything else deep-equal; the canonical text makes that
 // comparison a string equality and keeps the (possibly large) tool output
 // out of the validator state.
-func toolResultRest(data []byte) string {
+func toolResultRest(data []byte, direct bool) string {
 	o, _ := parseObject(data)
 	var b []byte
 	b = appendCanonicalObject(b, o, func(b []byte, key string, val []byte) []byte {
@@ -158,6 +158,10 @@ func toolResultRest(data []byte) string {
 		return appendCanonicalObject(b, withKey(msg, "content"), func(b []byte, key string, val []byte) []byte {
 			if key != "content" {
 				return appendCanonical(b, val)
+			}
+			if direct {
+				// A tool-role message (V4) holds its output directly.
+				return append(b, "null"...)
 			}
 			blocks, _ := parseArray(val)
 			var first object

@@ -29,12 +29,12 @@ var knownTypes = map[string]bool{
 	"web/deepseek-search-llm-request": true,
 }
 
-// ValidateHeader applies DSH's header restore validation: version 0 (any
-// other version is a format refusal), a non-empty id, createdAt a
+// ValidateHeader applies DSH's header restore validation: a format version
+// dsh reads (0, or a later format 2–4; any other is a format refusal), a non-empty id, createdAt a
 // non-negative safe integer, cwd absolute, seedLength and delegationDepth
 // non-negative safe integers, origin "subagent".
 func ValidateHeader(h Header) error {
-	if h.Version != FormatVersion {
+	if !IsReadableFormat(h.Version) {
 		return headerFail(RuleFormatVersion, formatRefusal(h.ID, strconv.FormatInt(h.Version, 10), h.Version > FormatVersion))
 	}
 	if h.ID == "" {
@@ -64,6 +64,8 @@ func ValidateHeader(h Header) error {
 // O(batch) once the state is restored. A Validator is not safe for
 // concurrent use.
 type Validator struct {
+	header      Header
+	rules       formatRules
 	id          string
 	next        int64
 	nodes       []int64
@@ -74,7 +76,7 @@ type Validator struct {
 // NewValidator starts validating the log of the session h describes. The
 // header itself is checked by ValidateHeader, not here.
 func NewValidator(h Header) *Validator {
-	return &Validator{id: h.ID, toolResults: map[int64]string{}}
+	return &Validator{header: h, rules: rulesFor(h.Version), id: h.ID, toolResults: map[int64]string{}}
 }
 
 // Next is the seq the next event must carry.
@@ -85,7 +87,7 @@ func (v *Validator) Next() int64 { return v.next }
 // *ValidationError.
 func (v *Validator) Add(e Event) error {
 	pos := v.next
-	if err := checkEventPrechecks(v.id, e, pos); err != nil {
+	if err := checkEventPrechecks(v.rules, v.id, e, pos); err != nil {
 		return err
 	}
 	if err := checkEnvelope(e, pos); err != nil {
@@ -96,6 +98,9 @@ func (v *Validator) Add(e Event) error {
 	}
 	if e.Seq != pos {
 		return failf(pos, RuleSeqContiguous, "session event seq %d is not contiguous; expected %d", e.Seq, pos)
+	}
+	if err := checkLineage(v.header, e, pos); err != nil {
+		return err
 	}
 	plan, err := v.planSurface(e, pos)
 	if err != nil {
@@ -128,7 +133,7 @@ func (v *Validator) apply(seq int64, plan surfacePlan) {
 // stored event before it constructs a session: data present and JSON, the
 // always-rejected legacy vocabulary, message shapes, and the unknown-type
 // refusal.
-func checkEventPrechecks(id string, e Event, pos int64) *ValidationError {
+func checkEventPrechecks(r formatRules, id string, e Event, pos int64) *ValidationError {
 	if e.Data == nil {
 		return failf(pos, RuleEnvelopeData, "seed event at index %d has an invalid event envelope: data is absent", pos)
 	}
@@ -138,14 +143,14 @@ func checkEventPrechecks(id string, e Event, pos int64) *ValidationError {
 	if err := checkLegacyVocabulary(id, e, pos); err != nil {
 		return err
 	}
-	if err := checkMessageShape(e, pos); err != nil {
+	if err := checkMessageShape(r, e, pos); err != nil {
 		return err
 	}
-	return checkKnownType(id, e, pos)
+	return checkKnownType(r, id, e, pos)
 }
 
-func checkKnownType(id string, e Event, pos int64) *ValidationError {
-	if knownTypes[e.Type] || e.Ignorable {
+func checkKnownType(r formatRules, id string, e Event, pos int64) *ValidationError {
+	if r.isKnownType(e.Type) || e.Ignorable {
 		return nil
 	}
 	return failf(pos, RuleUnknownType, `session "%s" contains event type "%s" (seq %d) unknown to this harness and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness`, id, e.Type, e.Seq)
@@ -173,9 +178,10 @@ func checkEnvelope(e Event, pos int64) *ValidationError {
 // unknown types across the whole log, then the rest of the header, then each
 // event's envelope, seq and surface in log order.
 func ValidateLog(h Header, events []Event) error {
-	if h.Version != FormatVersion {
+	if !IsReadableFormat(h.Version) {
 		return ValidateHeader(h)
 	}
+	r := rulesFor(h.Version)
 	for i, e := range events {
 		if err := checkLegacyVocabulary(h.ID, e, int64(i)); err != nil {
 			return err
@@ -185,12 +191,12 @@ func ValidateLog(h Header, events []Event) error {
 		if e.Data == nil || !json.Valid(e.Data) {
 			continue // reported below, in log order, as an envelope failure
 		}
-		if err := checkMessageShape(e, int64(i)); err != nil {
+		if err := checkMessageShape(r, e, int64(i)); err != nil {
 			return err
 		}
 	}
 	for i, e := range events {
-		if err := checkKnownType(h.ID, e, int64(i)); err != nil {
+		if err := checkKnownType(r, h.ID, e, int64(i)); err != nil {
 			return err
 		}
 	}
@@ -202,6 +208,9 @@ func ValidateLog(h Header, events []Event) error {
 		if err := v.Add(e); err != nil {
 			return err
 		}
+	}
+	if err := checkLineageEnd(h, events); err != nil {
+		return err
 	}
 	return nil
 }

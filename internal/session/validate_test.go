@@ -423,7 +423,7 @@ func TestValidateHeaderRules(t *testing.T) {
 		msg  string
 	}{
 		{"newer version", func(h *Header) { h.Version = 99 }, RuleFormatVersion,
-			`session "s-1" uses log format v99, but this harness reads only v0: the log was written by a newer harness — upgrade the harness to open it`},
+			`session "s-1" uses log format v99, but this harness reads only v0 and v2–v4: the log was written by a newer harness — upgrade the harness to open it`},
 		{"older version", func(h *Header) { h.Version = -1 }, RuleFormatVersion,
 			`session "s-1" uses log format v-1, older than the supported v0, and this build ships no upgrade path for it`},
 		{"empty id", func(h *Header) { h.ID = "" }, RuleHeaderID, "session header id must be a non-empty string"},

@@ -10,9 +10,16 @@ import (
 	"github.com/dsh-project/dsh/internal/jsjson"
 )
 
-// DescriptorVersion is the only `subagent/descriptor` payload version dsh
-// reads and writes (DSH's SUBAGENT_DESCRIPTOR_VERSION).
+// DescriptorVersion is the `subagent/descriptor` payload version dsh writes
+// (DSH 0.1.0-rc.8's SUBAGENT_DESCRIPTOR_VERSION).
 const DescriptorVersion = 2
+
+// DescriptorVersionLater is the payload version of later DSH releases
+// (0.1.2-alpha.1 on, and every child of session formats 2–4): version 2's
+// keys plus an optional agentReasoningEffort string on continuable
+// payloads. dsh reads both versions (later DSH reads only 3; reading 2 as
+// well keeps rc.8 children listable); any other version is unsupported.
+const DescriptorVersionLater = 3
 
 // Mode is how a child runs: once, or as a conversation that can be resumed.
 type Mode string
@@ -46,6 +53,9 @@ type Descriptor struct {
 	AgentModel    *string
 	Persona       *string
 	ToolFilter    *ToolFilter
+	// AgentReasoningEffort exists only on version-3 continuable
+	// descriptors.
+	AgentReasoningEffort *string
 }
 
 // DescriptorError is a malformed descriptor: DSH throws an Error whose
@@ -68,6 +78,11 @@ var (
 		"version": true, "mode": true, "provider": true, "label": true,
 		"agentProvider": true, "agentModel": true, "persona": true, "toolFilter": true,
 	}
+	// A version-3 continuable payload may also name its reasoning effort.
+	continuableKeysV3 = map[string]bool{
+		"version": true, "mode": true, "provider": true, "label": true,
+		"agentProvider": true, "agentModel": true, "agentReasoningEffort": true, "persona": true, "toolFilter": true,
+	}
 	toolFilterKeys = map[string]bool{"allow": true, "deny": true}
 )
 
@@ -75,7 +90,8 @@ var (
 // order. It returns:
 //   - a *DescriptorError when the payload is malformed;
 //   - (nil, nil) when the payload is unsupported: its version is a number
-//     other than 2 (compared numerically, so 2.0 is 2), whatever else it holds;
+//     other than 2 or 3 (compared numerically, so 2.0 is 2), whatever else
+//     it holds;
 //   - the descriptor otherwise.
 //
 // Unknown-key checks report the first unknown key in JavaScript's property
@@ -95,11 +111,15 @@ func ParseDescriptor(raw json.RawMessage) (*Descriptor, error) {
 	if !ok || kindOf(version) != kindNumber {
 		return nil, malformed("version must be a number")
 	}
-	if !numberIs(version, DescriptorVersion) {
+	var d Descriptor
+	switch {
+	case numberIs(version, DescriptorVersion):
+		d.Version = DescriptorVersion
+	case numberIs(version, DescriptorVersionLater):
+		d.Version = DescriptorVersionLater
+	default:
 		return nil, nil
 	}
-	var d Descriptor
-	d.Version = DescriptorVersion
 	modeRaw, _ := payload.get("mode")
 	switch mode, _ := stringValue(modeRaw); Mode(mode) {
 	case ModeOneShot, ModeContinuable:
@@ -108,7 +128,10 @@ func ParseDescriptor(raw json.RawMessage) (*Descriptor, error) {
 		return nil, malformed(`mode must be "one-shot" or "continuable"`)
 	}
 	allowed := oneShotKeys
-	if d.Mode == ModeContinuable {
+	switch {
+	case d.Mode == ModeContinuable && d.Version == DescriptorVersionLater:
+		allowed = continuableKeysV3
+	case d.Mode == ModeContinuable:
 		allowed = continuableKeys
 	}
 	if key, found := payload.firstUnknown(allowed); found {
@@ -140,6 +163,7 @@ func ParseDescriptor(raw json.RawMessage) (*Descriptor, error) {
 	}{
 		{"agentProvider", &d.AgentProvider},
 		{"agentModel", &d.AgentModel},
+		{"agentReasoningEffort", &d.AgentReasoningEffort},
 		{"persona", &d.Persona},
 	} {
 		v, err := optionalString(payload, field.key)
@@ -204,10 +228,10 @@ func parseToolFilter(raw json.RawMessage) (*ToolFilter, error) {
 }
 
 // MarshalJSON writes the payload as DSH's writer does: keys in the order
-// version, mode, provider, label, agentProvider, agentModel, persona,
-// toolFilter (allow, deny), absent optionals left out, strings escaped as
+// version, mode, provider, label, agentProvider, agentModel,
+// agentReasoningEffort, persona, toolFilter (allow, deny), absent optionals left out, strings escaped as
 // JSON.stringify escapes them. A descriptor that ParseDescriptor would not
-// read back as the same valid version-2 descriptor is refused, so dsh never
+// read back as the same valid descriptor is refused, so dsh never
 // writes an identity it would later list as corrupt.
 //
 // For byte-exact event data call MarshalJSON directly: json.Marshal
@@ -226,6 +250,7 @@ func (d Descriptor) MarshalJSON() ([]byte, error) {
 		{"label", d.Label},
 		{"agentProvider", d.AgentProvider},
 		{"agentModel", d.AgentModel},
+		{"agentReasoningEffort", d.AgentReasoningEffort},
 		{"persona", d.Persona},
 	} {
 		if f.val != nil {
@@ -256,7 +281,7 @@ func (d Descriptor) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("encode subagent descriptor: %w", err)
 	}
 	if back == nil {
-		return nil, fmt.Errorf("encode subagent descriptor: version %d is not %d", d.Version, DescriptorVersion)
+		return nil, fmt.Errorf("encode subagent descriptor: version %d is not %d or %d", d.Version, DescriptorVersion, DescriptorVersionLater)
 	}
 	return b, nil
 }

@@ -16,7 +16,7 @@ func FuzzParseDescriptor(f *testing.F) {
 		`{"version":2,"mode":"one-shot","provider":"spawn"}`,
 		`{"version":2,"mode":"continuable","provider":"spawn","label":"child work","agentProvider":"deepseek","agentModel":"chat","persona":"reviewer","toolFilter":{"allow":["read"],"deny":["bash"]}}`,
 		`{"version":2.0,"mode":"continuable","provider":"fork","label":"\u202e"}`,
-		`{"version":3}`,
+		`{"version":4}`,
 		`{"version":"2"}`,
 		`[]`,
 		`{"version":2,"mode":"continuable","provider":"spawn","label":"l","extra":1}`,

@@ -32,7 +32,14 @@ func TestDescriptorP1(t *testing.T) {
 			&Descriptor{Version: 2, Mode: ModeContinuable, Provider: "spawn", Label: strp("l"), ToolFilter: &ToolFilter{Deny: []string{"bash"}}}},
 		{"empty allow list is valid", `{"version":2,"mode":"continuable","provider":"spawn","label":"l","toolFilter":{"allow":[]}}`,
 			&Descriptor{Version: 2, Mode: ModeContinuable, Provider: "spawn", Label: strp("l"), ToolFilter: &ToolFilter{Allow: []string{}}}},
-		{"version 3 is unsupported", `{"version":3,"provider":"spawn"}`, nil},
+		{"version 4 is unsupported", `{"version":4,"provider":"spawn"}`, nil},
+		// Version 3 (later DSH, every child of formats 2-4).
+		{"v3 continuable without agentReasoningEffort", `{"version":3,"mode":"continuable","provider":"fork","label":"Recall","agentProvider":"deepseek-official","agentModel":"m"}`,
+			&Descriptor{Version: 3, Mode: ModeContinuable, Provider: "fork", Label: strp("Recall"), AgentProvider: strp("deepseek-official"), AgentModel: strp("m")}},
+		{"v3 continuable with agentReasoningEffort", `{"version":3,"mode":"continuable","provider":"spawn","label":"l","agentProvider":"p","agentModel":"m","agentReasoningEffort":"high"}`,
+			&Descriptor{Version: 3, Mode: ModeContinuable, Provider: "spawn", Label: strp("l"), AgentProvider: strp("p"), AgentModel: strp("m"), AgentReasoningEffort: strp("high")}},
+		{"v3 one-shot", `{"version":3,"mode":"one-shot","provider":"fork","label":"Recall"}`,
+			&Descriptor{Version: 3, Mode: ModeOneShot, Provider: "fork", Label: strp("Recall")}},
 		{"version 1 with garbage is unsupported", `{"version":1,"mode":7,"provider":[],"extra":true}`, nil},
 		{"version 2.5 is unsupported", `{"version":2.5,"mode":"one-shot","provider":"spawn"}`, nil},
 		{"overflowing version is unsupported", `{"version":1e400,"mode":"one-shot","provider":"spawn"}`, nil},
@@ -107,6 +114,12 @@ func TestDescriptorMalformed(t *testing.T) {
 		{"toolFilter unknown before allow type", `{"version":2,"mode":"continuable","provider":"spawn","label":"c","toolFilter":{"allow":1,"zzz":1}}`, `toolFilter has unknown field "zzz"`},
 		{"allow checked before deny", `{"version":2,"mode":"continuable","provider":"spawn","label":"c","toolFilter":{"deny":1,"allow":1}}`, "toolFilter.allow must be an array of strings"},
 		{"null in allow", `{"version":2,"mode":"continuable","provider":"spawn","label":"c","toolFilter":{"allow":["read",null]}}`, "toolFilter.allow must be an array of strings"},
+
+		// agentReasoningEffort: a string, on version-3 continuable payloads only.
+		{"bad agentReasoningEffort", `{"version":3,"mode":"continuable","provider":"spawn","label":"c","agentReasoningEffort":7}`, "agentReasoningEffort must be a string"},
+		{"null agentReasoningEffort", `{"version":3,"mode":"continuable","provider":"spawn","label":"c","agentReasoningEffort":null}`, "agentReasoningEffort must be a string"},
+		{"agentReasoningEffort on version 2", `{"version":2,"mode":"continuable","provider":"spawn","label":"c","agentReasoningEffort":"high"}`, `payload has unknown field "agentReasoningEffort"`},
+		{"agentReasoningEffort on a one-shot", `{"version":3,"mode":"one-shot","provider":"fork","agentReasoningEffort":"high"}`, `payload has unknown field "agentReasoningEffort"`},
 	}
 	for _, c := range cases {
 		t.Run(c.id, func(t *testing.T) {
@@ -185,7 +198,7 @@ func TestDescriptorEncodeRefusesInvalid(t *testing.T) {
 		{"one-shot with a route", Descriptor{Version: 2, Mode: ModeOneShot, Provider: "spawn", AgentModel: strp("m")}, `unknown field "agentModel"`},
 		{"unknown mode", Descriptor{Version: 2, Mode: "later", Provider: "spawn"}, "mode must be"},
 		{"empty tool filter", Descriptor{Version: 2, Mode: ModeContinuable, Provider: "spawn", Label: strp("l"), ToolFilter: &ToolFilter{}}, "must declare allow and/or deny"},
-		{"other version", Descriptor{Version: 3, Mode: ModeOneShot, Provider: "spawn"}, "version 3 is not 2"},
+		{"other version", Descriptor{Version: 4, Mode: ModeOneShot, Provider: "spawn"}, "version 4 is not 2 or 3"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

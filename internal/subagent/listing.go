@@ -395,7 +395,10 @@ func (l *Lister) resolveRead(rec corpus.Record, stored session.Header, events []
 	if id == nil {
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrNoIdentity}
 	}
-	if !OwnSuffix(id.Seq, rec.Header.InheritedCut()) {
+	// The cut comes from the header read with the events: seq and cut of
+	// one file (a later format's cut is its tagged marker, which an
+	// enumerated header cannot know).
+	if !OwnSuffix(id.Seq, stored.InheritedCut()) {
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrAncestorOnly, Identity: id}
 	}
 	return Resolution{Row: childRow(id, ActivityInactive), Rung: RungRead, Identity: id}

@@ -346,7 +346,7 @@ func TestL19MalformedDescriptorCorrupt(t *testing.T) {
 // `unsupported`.
 func TestL20FutureVersionCorrupt(t *testing.T) {
 	c := newCatalog(t)
-	c.author("future", childEvents(`{"version":3,"mode":"continuable","provider":"spawn","label":"from the future"}`).events)
+	c.author("future", childEvents(`{"version":4,"mode":"continuable","provider":"spawn","label":"from the future"}`).events)
 	rows, err := c.children(c.lister(), "parent")
 	expectRows(t, rows, err, "future diagnostic corrupt")
 }

@@ -170,7 +170,7 @@ func TestResumeListVsResume(t *testing.T) {
 		oneShot    = `{"version":2,"mode":"one-shot","provider":"spawn","label":"once"}`
 		malformed  = `{"version":2,"mode":"continuable","provider":"spawn"}`
 		version1   = `{"version":1,"provider":"spawn","label":"old"}`
-		version3   = `{"version":3,"mode":"continuable","provider":"spawn","label":"new"}`
+		version4   = `{"version":4,"mode":"continuable","provider":"spawn","label":"new"}`
 		noState    = "has no supported continuation state and cannot be resumed; do not retry send_message with this id"
 		badLabel   = "persisted subagent descriptor label must be a string"
 		seedOfFour = 4
@@ -191,7 +191,7 @@ func TestResumeListVsResume(t *testing.T) {
 		{"one valid one-shot", authoredChild("c02", "p", nil), descriptorLog(0, oneShot), "child one-shot once", "NOT_RESUMABLE " + noState},
 		{"no descriptor", authoredChild("c03", "p", nil), descriptorLog(0), "diagnostic corrupt", "NOT_RESUMABLE " + noState},
 		{"unsupported version 1", authoredChild("c04", "p", nil), descriptorLog(0, version1), "diagnostic corrupt", "NOT_RESUMABLE " + noState},
-		{"unsupported version 3", authoredChild("c05", "p", nil), descriptorLog(0, version3), "diagnostic corrupt", "NOT_RESUMABLE " + noState},
+		{"unsupported version 4", authoredChild("c05", "p", nil), descriptorLog(0, version4), "diagnostic corrupt", "NOT_RESUMABLE " + noState},
 		{"malformed", authoredChild("c06", "p", nil), descriptorLog(0, malformed), "diagnostic corrupt", "DESCRIPTOR_MALFORMED " + badLabel},
 		{"valid A then valid B", authoredChild("c07", "p", nil), descriptorLog(0, validA, validB), "child continuable B", "model-a"},
 		{"valid A then malformed", authoredChild("c08", "p", nil), descriptorLog(0, validA, malformed), "diagnostic corrupt", "model-a"},

@@ -77,11 +77,11 @@ func TestUnitFold(t *testing.T) {
 		{"one-shot without label", childEvents(`{"version":2,"mode":"one-shot","provider":"spawn"}`), `{"mode":"one-shot","seq":2}`},
 		{"last wins (L11)", childEvents(desc("twice")).descriptor(desc("twice again")), `{"mode":"continuable","label":"twice again","seq":4}`},
 		{"later malformed resets (L12, L13)", childEvents(desc("was valid")).descriptor(`{"version":2,"mode":"continuable","provider":7}`), `null`},
-		{"later unsupported resets", childEvents(desc("was valid")).descriptor(`{"version":3,"mode":"continuable","provider":"spawn","label":"future"}`), `null`},
+		{"later unsupported resets", childEvents(desc("was valid")).descriptor(`{"version":4,"mode":"continuable","provider":"spawn","label":"future"}`), `null`},
 		{"later non-object resets", childEvents(desc("was valid")).descriptor(`"oops"`), `null`},
 		{"valid after a reset wins again", childEvents(desc("first")).descriptor(`null`).descriptor(desc("again")), `{"mode":"continuable","label":"again","seq":5}`},
 		{"malformed only (L19)", childEvents(`{"version":2,"mode":"continuable","provider":7}`), `null`},
-		{"unknown version only (L20)", childEvents(`{"version":3,"mode":"continuable","provider":"spawn","label":"from the future"}`), `null`},
+		{"unknown version only (L20)", childEvents(`{"version":4,"mode":"continuable","provider":"spawn","label":"from the future"}`), `null`},
 		{"seed ancestor identity is still folded (L21)", childEvents(desc("ancestor label")), `{"mode":"continuable","label":"ancestor label","seq":2}`},
 	}
 	for _, c := range cases {
