@@ -69,6 +69,33 @@ type Oracle struct {
 	Listings map[string]Listing `json:"listings"`
 	// Corpus is every header, or {"sessions": N} for the large corpus.
 	Corpus json.RawMessage `json:"corpus"`
+	// Resume is DSH's cold resume of each child, by id (absent for the
+	// large corpus).
+	Resume map[string]Resume `json:"resume"`
+}
+
+// Resume is what DSH's real runtime did when it resumed one child cold:
+// the descriptor it rebuilt the child from, and the outcome of sending it
+// a follow-up message.
+type Resume struct {
+	ResumeDescriptor struct {
+		// Descriptor is the first descriptor of the child's own events, as
+		// DSH's resume folded it.
+		Descriptor json.RawMessage `json:"descriptor"`
+	} `json:"resumeDescriptor"`
+	Followup struct {
+		OK bool `json:"ok"`
+		// AppendedEvents counts the events the follow-up turn appended
+		// with DSH's scripted model.
+		AppendedEvents int `json:"appendedEvents"`
+		// LastTurnEnd is the data of the turn/end closing the follow-up.
+		LastTurnEnd json.RawMessage `json:"lastTurnEnd"`
+		// Error is DSH's refusal: its code and exact message.
+		Error *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	} `json:"followup"`
 }
 
 // Listing is one of DSH's listings of a corpus.

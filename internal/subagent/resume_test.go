@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/dshfixtures"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
@@ -96,7 +98,7 @@ func TestResumeRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := e.state()
-	const noState = "has no supported continuation state and cannot be resumed; do not retry send_message with this id"
+	noState := dshNoStateMessage(t)
 	tests := []struct {
 		name, child, parent string
 		code                dsherr.Code
@@ -129,6 +131,30 @@ func TestResumeRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dshNoStateMessage is DSH's refusal of a child with no supported
+// continuation state, without its `subagent "<id>" ` prefix, as DSH's real
+// runtime recorded it resuming a one-shot child of an oracle corpus.
+func dshNoStateMessage(t *testing.T) string {
+	t.Helper()
+	o := dshfixtures.LoadOracle(t, "a-continuable-and-oneshot")
+	ids := make([]string, 0, len(o.Resume))
+	for id := range o.Resume {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if e := o.Resume[id].Followup.Error; e != nil && e.Code == string(dsherr.NotResumable) {
+			prefix := `subagent "` + id + `" `
+			if !strings.HasPrefix(e.Message, prefix) {
+				t.Fatalf("DSH's NOT_RESUMABLE message %q does not name the child first", e.Message)
+			}
+			return strings.TrimPrefix(e.Message, prefix)
+		}
+	}
+	t.Fatal("the oracle records no NOT_RESUMABLE resume")
+	return ""
 }
 
 // authoredChild is a subagent child header of parent created at 1, with an
@@ -171,10 +197,10 @@ func TestResumeListVsResume(t *testing.T) {
 		malformed  = `{"version":2,"mode":"continuable","provider":"spawn"}`
 		version1   = `{"version":1,"provider":"spawn","label":"old"}`
 		version4   = `{"version":4,"mode":"continuable","provider":"spawn","label":"new"}`
-		noState    = "has no supported continuation state and cannot be resumed; do not retry send_message with this id"
 		badLabel   = "persisted subagent descriptor label must be a string"
 		seedOfFour = 4
 	)
+	noState := dshNoStateMessage(t)
 	// An ancestor descriptor inherited in a fork seed of 4 events.
 	seed := descriptorLog(0, validA)
 	seed = append(seed[:len(seed):len(seed)], session.Event{Type: session.TypeEndSeed, Seq: seedOfFour, Time: 1, Data: json.RawMessage(`{}`)})
