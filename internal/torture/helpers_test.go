@@ -21,7 +21,13 @@ const roleEnv = "DSH_TORTURE_ROLE"
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "":
-		os.Exit(m.Run())
+		code := m.Run()
+		// The dsh binary is built once for every test and removed only
+		// here, when none can still run it.
+		if builtDir != "" {
+			os.RemoveAll(builtDir)
+		}
+		os.Exit(code)
 	case crashWriterRole:
 		os.Exit(runCrashWriter())
 	default:
@@ -69,13 +75,14 @@ func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
 
 var (
 	buildOnce sync.Once
+	builtDir  string
 	builtDsh  string
 	buildErr  error
 )
 
 // dshBinary is the dsh program the tests run as separate processes:
 // DSH_TORTURE_DSH when set (scripts/torture builds it once), else built
-// here into a directory removed when the test binary's tests end.
+// here on first use into a directory TestMain removes after the last test.
 func dshBinary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("DSH_TORTURE_DSH"); p != "" {
@@ -87,6 +94,7 @@ func dshBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
+		builtDir = dir
 		builtDsh = filepath.Join(dir, "dsh")
 		out, err := exec.Command("go", "build", "-o", builtDsh, "github.com/dsh-project/dsh/cmd/dsh").CombinedOutput()
 		if err != nil {
@@ -96,11 +104,6 @@ func dshBinary(t *testing.T) string {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	t.Cleanup(func() {
-		if builtDsh != "" && !t.Failed() {
-			os.RemoveAll(filepath.Dir(builtDsh))
-		}
-	})
 	return builtDsh
 }
 
