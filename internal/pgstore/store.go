@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 )
 
@@ -316,4 +317,16 @@ func (s *Store) storeError(err error, what string) error {
 	}
 	return &dsherr.Error{Code: dsherr.StoreError, Err: err,
 		Msg: fmt.Sprintf("%s (%s): %s", what, s.name, scrub(err.Error(), s.secrets))}
+}
+
+var _ backend.Backend = (*Store)(nil)
+
+// View implements backend.Transactor with ReadSnapshot.
+func (s *Store) View(ctx context.Context, fn func(view backend.Store) error) error {
+	return s.ReadSnapshot(ctx, func(view *Store) error { return fn(view) })
+}
+
+// Update implements backend.Transactor with WriteTx.
+func (s *Store) Update(ctx context.Context, fn func(tx backend.Store) error) error {
+	return s.WriteTx(ctx, func(tx *Store) error { return fn(tx) })
 }

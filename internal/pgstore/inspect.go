@@ -1,0 +1,401 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/storedlog"
+)
+
+// eventColumns are the events columns rowTargets scans, in order.
+const eventColumns = "seq, type, time, data, source_event_seqs, surface_op, ignorable::int, unknown_keys"
+
+func rowTargets(r *storedlog.Row) []any {
+	return []any{&r.Seq, &r.Type, &r.Time, &r.Data, &r.SourceEventSeqs, &r.SurfaceOp, &r.Ignorable, &r.UnknownKeys}
+}
+
+// sessionState is a sessions row: the header and dsh's bookkeeping.
+type sessionState struct {
+	header         session.Header
+	nextSeq        int64
+	verified       bool
+	validatorState []byte
+}
+
+// readSessionState reads session id's row; with lock it also takes the
+// row's lock (FOR NO KEY UPDATE), which every writer of the session's log
+// takes first, so writers of one session run one after the other and each
+// sees the bookkeeping its predecessor committed.
+func readSessionState(ctx context.Context, q querier, id string, lock bool) (sessionState, error) {
+	var st sessionState
+	query := "SELECT " + headerColumns + ", next_seq, verified, validator_state FROM sessions WHERE id = $1"
+	if lock {
+		query += " FOR NO KEY UPDATE"
+	}
+	err := q.QueryRow(ctx, query, id).Scan(append(headerTargets(&st.header), &st.nextSeq, &st.verified, &st.validatorState)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return st, storedlog.NotFound(id)
+	}
+	return st, err
+}
+
+func readTornTail(ctx context.Context, q querier, id string) (*backend.TornTail, error) {
+	var t backend.TornTail
+	err := q.QueryRow(ctx, "SELECT from_seq, reason, raw FROM torn_tails WHERE session_id = $1", id).
+		Scan(&t.FromSeq, &t.Reason, &t.Raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.Raw == nil {
+		t.Raw = []byte{}
+	}
+	return &t, nil
+}
+
+// storedLog is a session's log read back and split at its torn tail.
+type storedLog struct {
+	state  sessionState
+	events []session.Event
+	torn   *backend.TornTail
+}
+
+// scanLog reads session id's whole log and splits it by DSH's commit rule
+// (storedlog.Split). lock is readSessionState's.
+func scanLog(ctx context.Context, q querier, id string, lock bool) (*storedLog, error) {
+	st, err := readSessionState(ctx, q, id, lock)
+	if err != nil {
+		return nil, err
+	}
+	imported, err := readTornTail(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	below := int64(-1)
+	if imported != nil {
+		below = imported.FromSeq
+	}
+	rows, err := decodeRows(ctx, q, min(st.nextSeq, 1<<16),
+		"SELECT "+eventColumns+" FROM events WHERE session_id = $1 AND ($2 < 0 OR seq < $2) ORDER BY seq", id, below)
+	if err != nil {
+		return nil, err
+	}
+	events, torn, err := storedlog.Split(id, rows, imported)
+	if err != nil {
+		return nil, err
+	}
+	return &storedLog{state: st, events: events, torn: torn}, nil
+}
+
+// decodeRows reads and decodes the rows of an events query; sizeHint only
+// preallocates.
+func decodeRows(ctx context.Context, q querier, sizeHint int64, query string, args ...any) ([]storedlog.Decoded, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]storedlog.Decoded, 0, max(sizeHint, 0))
+	var r storedlog.Row
+	targets := rowTargets(&r)
+	for rows.Next() {
+		r = storedlog.Row{}
+		if err := rows.Scan(targets...); err != nil {
+			return nil, err
+		}
+		out = append(out, storedlog.DecodeRow(&r))
+	}
+	return out, rows.Err()
+}
+
+// Inspect implements backend.LogReader in one read-only snapshot.
+func (s *Store) Inspect(ctx context.Context, id string) (*backend.Inspection, error) {
+	var ins *backend.Inspection
+	err := s.ReadSnapshot(ctx, func(view *Store) error {
+		log, err := scanLog(ctx, view.tx, id, false)
+		if err != nil {
+			return err
+		}
+		events, err := storedlog.ValidateStored(log.state.header, log.events, log.state.verified, log.torn)
+		if err != nil {
+			return storedlog.FailedValidation(id, err)
+		}
+		ins = &backend.Inspection{
+			Header:   log.state.header,
+			Events:   events,
+			Torn:     log.torn,
+			Closers:  session.InterruptedTurnClosers(events),
+			Verified: log.state.verified,
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.storeError(err, "inspect session "+id)
+	}
+	return ins, nil
+}
+
+// InspectTypes implements backend.LogReader. For a log recorded as
+// verified with no torn tail it reads only the matching rows (descriptors
+// through the events_descriptors index) plus the open turn, if any, for the
+// closers; any other log is read and judged whole.
+func (s *Store) InspectTypes(ctx context.Context, id string, types ...string) (*backend.Inspection, error) {
+	if len(types) == 0 {
+		return s.Inspect(ctx, id)
+	}
+	var ins *backend.Inspection
+	err := s.ReadSnapshot(ctx, func(view *Store) error {
+		q := view.tx
+		st, err := readSessionState(ctx, q, id, false)
+		if err != nil {
+			return err
+		}
+		tail, err := readTornTail(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		if st.verified && tail == nil {
+			ins, err = inspectVerifiedTypes(ctx, q, st, types)
+			return err
+		}
+		full, err := view.Inspect(ctx, id)
+		if err != nil {
+			return err
+		}
+		ins = full
+		ins.Events = storedlog.FilterTypes(ins.Events, types)
+		ins.Closers = storedlog.FilterTypes(ins.Closers, types)
+		return nil
+	})
+	if err != nil {
+		return nil, s.storeError(err, "inspect session "+id)
+	}
+	return ins, nil
+}
+
+// typeFilter is the SQL condition on type for types, and its argument. A
+// lone descriptor type is a literal so the planner matches the partial
+// events_descriptors index.
+func typeFilter(types []string) (string, []any) {
+	if len(types) == 1 && types[0] == session.TypeDescriptor {
+		return "type = '" + session.TypeDescriptor + "'", nil
+	}
+	return "type = ANY($2::text[])", []any{types}
+}
+
+// inspectVerifiedTypes is InspectTypes' fast path; verified means every
+// row was validated by a dsh write path and none changed since (the
+// triggers of migration 0001 clear the flag on any other change).
+func inspectVerifiedTypes(ctx context.Context, q querier, st sessionState, types []string) (*backend.Inspection, error) {
+	id := st.header.ID
+	filter, args := typeFilter(types)
+	events, err := decodeVerified(ctx, q, id,
+		"SELECT "+eventColumns+" FROM events WHERE session_id = $1 AND "+filter+" ORDER BY seq", append([]any{id}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	closers, err := openTurnClosers(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	return &backend.Inspection{
+		Header:   st.header,
+		Events:   events,
+		Closers:  storedlog.FilterTypes(closers, types),
+		Verified: true,
+	}, nil
+}
+
+// openTurnClosers computes InterruptedTurnClosers from the rows since the
+// last turn boundary: DSH's closer scan resets its state at every
+// turn/start, so that suffix yields the same closers as the whole log.
+func openTurnClosers(ctx context.Context, q querier, id string) ([]session.Event, error) {
+	var seq int64
+	var typ string
+	err := q.QueryRow(ctx, `SELECT seq, type FROM events
+		WHERE session_id = $1 AND type IN ('`+session.TypeTurnStart+`', '`+session.TypeTurnEnd+`')
+		ORDER BY seq DESC LIMIT 1`, id).Scan(&seq, &typ)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && typ != session.TypeTurnStart) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	suffix, err := decodeVerified(ctx, q, id,
+		"SELECT "+eventColumns+" FROM events WHERE session_id = $1 AND seq >= $2 ORDER BY seq", id, seq)
+	if err != nil {
+		return nil, err
+	}
+	return session.InterruptedTurnClosers(suffix), nil
+}
+
+// decodeVerified decodes rows of a verified log, where any undecodable row
+// means the database changed behind the triggers' back.
+func decodeVerified(ctx context.Context, q querier, id, query string, args ...any) ([]session.Event, error) {
+	rows, err := decodeRows(ctx, q, 0, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	events := make([]session.Event, 0, len(rows))
+	for _, r := range rows {
+		if r.Err != nil {
+			return nil, storedlog.CorruptRow(id, r.Seq, r.Err.Error())
+		}
+		events = append(events, r.Event)
+	}
+	return events, nil
+}
+
+// InspectVerifiedTypes is InspectTypes for many sessions at once, limited
+// to the sessions whose logs are recorded as verified and have no torn
+// tail: the header and the events of the given types of each, read in one
+// snapshot with two queries however many sessions there are. Sessions left
+// out (unknown, unverified, torn) must be read one at a time with
+// InspectTypes. Closers are not computed, so types must not include a type
+// a closer can have.
+func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []string) (map[string]*backend.Inspection, error) {
+	if len(types) == 0 {
+		return nil, errors.New("inspect verified logs: no event types given")
+	}
+	for _, t := range types {
+		if slices.Contains(storedlog.CloserTypes, t) {
+			return nil, errors.New("inspect verified logs: type " + t + " can be a closer's")
+		}
+	}
+	out := make(map[string]*backend.Inspection, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := s.ReadSnapshot(ctx, func(view *Store) error {
+		q := view.tx
+		rows, err := q.Query(ctx, "SELECT "+headerColumns+` FROM sessions
+			WHERE id = ANY($1::text[]) AND verified
+			AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = sessions.id)`, ids)
+		if err != nil {
+			return err
+		}
+		var h session.Header
+		targets := headerTargets(&h)
+		for rows.Next() {
+			h = session.Header{}
+			if err := rows.Scan(targets...); err != nil {
+				rows.Close()
+				return err
+			}
+			out[h.ID] = &backend.Inspection{Header: h, Events: []session.Event{}, Closers: []session.Event{}, Verified: true}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		filter, args := typeFilter(types)
+		evRows, err := q.Query(ctx, "SELECT session_id, "+eventColumns+` FROM events
+			WHERE session_id = ANY($1::text[]) AND `+filter+` ORDER BY session_id, seq`, append([]any{ids}, args...)...)
+		if err != nil {
+			return err
+		}
+		defer evRows.Close()
+		var id string
+		var r storedlog.Row
+		evTargets := append([]any{&id}, rowTargets(&r)...)
+		for evRows.Next() {
+			r = storedlog.Row{}
+			if err := evRows.Scan(evTargets...); err != nil {
+				return err
+			}
+			in, ok := out[id]
+			if !ok {
+				continue // not verified: read one at a time
+			}
+			ev, err := r.Decode()
+			if err != nil {
+				return storedlog.CorruptRow(id, r.Seq, err.Error())
+			}
+			in.Events = append(in.Events, ev)
+		}
+		return evRows.Err()
+	})
+	if err != nil {
+		return nil, s.storeError(err, "inspect verified logs")
+	}
+	return out, nil
+}
+
+// Audit implements backend.LogReader: the raw facts of session id beside
+// the verdict Inspect would give, without changing anything.
+func (s *Store) Audit(ctx context.Context, id string) (*backend.AuditRead, error) {
+	var a *backend.AuditRead
+	err := s.ReadSnapshot(ctx, func(view *Store) error {
+		q := view.tx
+		log, err := scanLog(ctx, q, id, false)
+		if errors.Is(err, backend.ErrCorrupt) {
+			st, serr := readSessionState(ctx, q, id, false)
+			if serr != nil {
+				return serr
+			}
+			gaps, gerr := seqGaps(ctx, q, id)
+			if gerr != nil {
+				return gerr
+			}
+			a = &backend.AuditRead{Header: st.header, Gaps: gaps, Verified: st.verified, ReadErr: err}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		a = &backend.AuditRead{
+			Header:   log.state.header,
+			Events:   log.events,
+			Torn:     log.torn,
+			Verified: log.state.verified,
+		}
+		// A verified log was written contiguously by dsh and no row has
+		// changed since, so only other logs can have holes.
+		if !log.state.verified {
+			if a.Gaps, err = seqGaps(ctx, q, id); err != nil {
+				return err
+			}
+		}
+		events, err := storedlog.ValidateStored(log.state.header, log.events, log.state.verified, log.torn)
+		if err != nil {
+			a.ReadErr = storedlog.FailedValidation(id, err)
+			return nil
+		}
+		a.Events = events
+		a.Closers = session.InterruptedTurnClosers(events)
+		return nil
+	})
+	if err != nil {
+		return nil, s.storeError(err, "audit session "+id)
+	}
+	return a, nil
+}
+
+// seqGaps finds the holes in session id's stored seqs with one pass over
+// its primary-key range.
+func seqGaps(ctx context.Context, q querier, id string) ([]backend.SeqGap, error) {
+	rows, err := q.Query(ctx, `SELECT prev + 1, seq - 1 FROM (
+		SELECT seq, lag(seq, 1, -1::bigint) OVER (ORDER BY seq) AS prev
+		  FROM events WHERE session_id = $1) AS s
+		WHERE seq > prev + 1 ORDER BY seq`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var gaps []backend.SeqGap
+	for rows.Next() {
+		var g backend.SeqGap
+		if err := rows.Scan(&g.From, &g.To); err != nil {
+			return nil, err
+		}
+		gaps = append(gaps, g)
+	}
+	return gaps, rows.Err()
+}

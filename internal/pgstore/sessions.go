@@ -1,0 +1,175 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/storedlog"
+)
+
+// headerColumns are the sessions columns that make up a session.Header, in
+// the order headerTargets lists them.
+const headerColumns = "id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset"
+
+// headerTargets scans the header columns straight into h: pgx sets a
+// pointer field to nil for NULL, so absent stays absent.
+func headerTargets(h *session.Header) []any {
+	return []any{&h.ID, &h.Version, &h.CreatedAt, &h.Cwd, &h.ParentSession, &h.SeedLength, &h.Origin, &h.DelegationDepth, &h.AgentPreset}
+}
+
+func headerArgs(h session.Header) []any {
+	return []any{h.ID, h.Version, h.CreatedAt, h.Cwd, h.ParentSession, h.SeedLength, h.Origin, h.DelegationDepth, h.AgentPreset}
+}
+
+// Header implements backend.HeaderReader.
+func (s *Store) Header(ctx context.Context, id string) (session.Header, error) {
+	var h session.Header
+	err := s.q().QueryRow(ctx, "SELECT "+headerColumns+" FROM sessions WHERE id = $1", id).Scan(headerTargets(&h)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return session.Header{}, storedlog.NotFound(id)
+	}
+	if err != nil {
+		return session.Header{}, s.storeError(err, "read session "+id)
+	}
+	return h, nil
+}
+
+// ListHeaders implements backend.SessionLister: every header in insertion
+// order (the identity column that stands in for SQLite's rowid).
+func (s *Store) ListHeaders(ctx context.Context, fn func(session.Header) error) error {
+	return s.eachHeader(ctx, fn, "list sessions", "SELECT "+headerColumns+" FROM sessions ORDER BY inserted")
+}
+
+// ChildrenOf implements backend.ChildrenReader from the sessions_by_parent
+// index alone.
+func (s *Store) ChildrenOf(ctx context.Context, parentID string, fn func(session.Header) error) error {
+	return s.eachHeader(ctx, fn, "list children of "+parentID,
+		"SELECT "+headerColumns+" FROM sessions WHERE parent_session = $1 ORDER BY created_at, id", parentID)
+}
+
+// eachHeader streams a header query to fn. Inside a view the rows come
+// from the view's transaction; outside one, a cursor stays open on one
+// pooled connection while fn runs, so fn must not need another connection
+// for long (the pool has several).
+func (s *Store) eachHeader(ctx context.Context, fn func(session.Header) error, what, query string, args ...any) error {
+	rows, err := s.q().Query(ctx, query, args...)
+	if err != nil {
+		return s.storeError(err, what)
+	}
+	defer rows.Close()
+	var h session.Header
+	targets := headerTargets(&h)
+	for rows.Next() {
+		h = session.Header{}
+		if err := rows.Scan(targets...); err != nil {
+			return s.storeError(err, what)
+		}
+		if err := fn(h); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.storeError(err, what)
+	}
+	return nil
+}
+
+// HasSubagentChild implements backend.ChildrenReader with one probe of the
+// sessions_subagent_children index.
+func (s *Store) HasSubagentChild(ctx context.Context, id string) (bool, error) {
+	var found bool
+	err := s.q().QueryRow(ctx,
+		"SELECT EXISTS (SELECT 1 FROM sessions WHERE parent_session = $1 AND origin = 'subagent')", id).Scan(&found)
+	if err != nil {
+		return false, s.storeError(err, "look up children of "+id)
+	}
+	return found, nil
+}
+
+// SubagentParents implements backend.ChildrenReader in one query.
+func (s *Store) SubagentParents(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool)
+	if len(ids) == 0 {
+		return out, nil
+	}
+	what := fmt.Sprintf("look up children of %d sessions", len(ids))
+	rows, err := s.q().Query(ctx, `SELECT DISTINCT parent_session FROM sessions
+		WHERE origin = 'subagent' AND parent_session = ANY($1::text[])`, ids)
+	if err != nil {
+		return nil, s.storeError(err, what)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.storeError(err, what)
+		}
+		out[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.storeError(err, what)
+	}
+	return out, nil
+}
+
+// CountSessions counts the stored sessions, or only those with origin
+// "subagent" when subagentOnly is set.
+func (s *Store) CountSessions(ctx context.Context, subagentOnly bool) (int, error) {
+	query := "SELECT count(*) FROM sessions"
+	if subagentOnly {
+		query += " WHERE origin = 'subagent'"
+	}
+	var n int
+	if err := s.q().QueryRow(ctx, query).Scan(&n); err != nil {
+		return 0, s.storeError(err, "count sessions")
+	}
+	return n, nil
+}
+
+// EachParent calls fn with every distinct parentSession value, in byte
+// order: of any session, or of subagent-origin sessions when subagentOnly
+// is set. It pages through the parent index, so no cursor stays open while
+// fn runs.
+func (s *Store) EachParent(ctx context.Context, subagentOnly bool, fn func(parent string) error) error {
+	const page = 512
+	filter := "parent_session IS NOT NULL"
+	if subagentOnly {
+		filter = "origin = 'subagent' AND parent_session IS NOT NULL"
+	}
+	query := "SELECT DISTINCT parent_session FROM sessions WHERE " + filter +
+		" AND ($1::text IS NULL OR parent_session > $1) ORDER BY parent_session LIMIT $2"
+	var after *string
+	for {
+		rows, err := s.q().Query(ctx, query, after, page)
+		if err != nil {
+			return s.storeError(err, "list parents")
+		}
+		batch, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return s.storeError(err, "list parents")
+		}
+		for _, p := range batch {
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		if len(batch) < page {
+			return nil
+		}
+		after = &batch[len(batch)-1]
+	}
+}
+
+// RootHeaders calls fn for every session without a parentSession (only the
+// subagent-origin ones when subagentOnly is set), in (createdAt, id) order.
+func (s *Store) RootHeaders(ctx context.Context, subagentOnly bool, fn func(session.Header) error) error {
+	query := "SELECT " + headerColumns + " FROM sessions WHERE parent_session IS NULL"
+	if subagentOnly {
+		query += " AND origin = 'subagent'"
+	}
+	return s.eachHeader(ctx, fn, "list root sessions", query+" ORDER BY created_at, id")
+}

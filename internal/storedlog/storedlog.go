@@ -1,0 +1,290 @@
+// Package storedlog holds the rules a session store applies to a log as it
+// keeps it, whatever its SQL dialect: how an event is encoded into columns
+// and decoded back, DSH's commit rule that tells a torn tail from
+// corruption, and the validation replay that decides whether a log may be
+// appended to. The stores (sqlitepersist, pgstore) run the queries; the
+// verdicts come from here, so both backends reach the same ones.
+package storedlog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// Row is one stored event row before it is decoded. The pointer columns are
+// nil for SQL NULL (an absent key).
+type Row struct {
+	Seq  int64
+	Type string
+	Time int64
+	// Data is the raw JSON text of the event's data.
+	Data *string
+	// SourceEventSeqs is a JSON array of integers.
+	SourceEventSeqs *string
+	// SurfaceOp is raw JSON ('"append"' or a replace object).
+	SurfaceOp *string
+	// Ignorable is 0 or 1 as stored; anything else is damage.
+	Ignorable int64
+	// UnknownKeys is a JSON array of envelope key names DSH does not define.
+	UnknownKeys *string
+}
+
+// Encode returns e as the row a store writes.
+func Encode(e session.Event) Row {
+	r := Row{Seq: e.Seq, Type: e.Type, Time: e.Time}
+	if e.Data != nil {
+		s := string(e.Data)
+		r.Data = &s
+	}
+	if e.HasSourceEventSeqs {
+		b := []byte{'['}
+		for i, s := range e.SourceEventSeqs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsjson.AppendInt(b, s)
+		}
+		s := string(append(b, ']'))
+		r.SourceEventSeqs = &s
+	}
+	if e.SurfaceOp != nil {
+		s := string(e.SurfaceOp)
+		r.SurfaceOp = &s
+	}
+	if e.Ignorable {
+		r.Ignorable = 1
+	}
+	if len(e.UnknownKeys) > 0 {
+		b := []byte{'['}
+		for i, k := range e.UnknownKeys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsjson.AppendString(b, k)
+		}
+		s := string(append(b, ']'))
+		r.UnknownKeys = &s
+	}
+	return r
+}
+
+// Raw is what a torn tail keeps of this row: its data text as stored.
+func (r *Row) Raw() []byte {
+	if r.Data == nil {
+		return []byte{}
+	}
+	return []byte(*r.Data)
+}
+
+// Decode turns the row into an event. It fails when a column holds
+// something no write path produces: text that is not JSON where JSON is
+// stored, an empty type, an out-of-range flag. (Whether the event is valid
+// for DSH is the validator's question; this is whether it can be read.)
+func (r *Row) Decode() (session.Event, error) {
+	e := session.Event{Type: r.Type, Seq: r.Seq, Time: r.Time}
+	if r.Type == "" {
+		return e, errors.New("empty type")
+	}
+	if r.Data != nil {
+		if !json.Valid([]byte(*r.Data)) {
+			return e, errors.New("data is not valid JSON")
+		}
+		e.Data = json.RawMessage(*r.Data)
+	}
+	if r.SourceEventSeqs != nil {
+		seqs := []int64{}
+		if err := json.Unmarshal([]byte(*r.SourceEventSeqs), &seqs); err != nil || seqs == nil {
+			return e, fmt.Errorf("source_event_seqs %q is not a JSON array of integers", *r.SourceEventSeqs)
+		}
+		e.SourceEventSeqs = seqs
+		e.HasSourceEventSeqs = true
+	}
+	if r.SurfaceOp != nil {
+		if !json.Valid([]byte(*r.SurfaceOp)) {
+			return e, errors.New("surface_op is not valid JSON")
+		}
+		e.SurfaceOp = json.RawMessage(*r.SurfaceOp)
+	}
+	switch r.Ignorable {
+	case 0:
+	case 1:
+		e.Ignorable = true
+	default:
+		return e, fmt.Errorf("ignorable is %d, not 0 or 1", r.Ignorable)
+	}
+	if r.UnknownKeys != nil {
+		if err := json.Unmarshal([]byte(*r.UnknownKeys), &e.UnknownKeys); err != nil || e.UnknownKeys == nil {
+			return e, fmt.Errorf("unknown_keys %q is not a JSON array of strings", *r.UnknownKeys)
+		}
+	}
+	return e, nil
+}
+
+// Decoded is one row after decoding: the event, or why it cannot be read.
+type Decoded struct {
+	Seq   int64
+	Event session.Event
+	Err   error
+	// Raw is the stored data text, kept only for rows that failed to decode.
+	Raw []byte
+}
+
+// DecodeRow decodes r for Split.
+func DecodeRow(r *Row) Decoded {
+	d := Decoded{Seq: r.Seq}
+	d.Event, d.Err = r.Decode()
+	if d.Err != nil {
+		d.Raw = r.Raw()
+	}
+	return d
+}
+
+// Split applies DSH's commit rule to a log's rows in seq order: a row that
+// cannot be decoded, or whose seq breaks contiguity, starts a torn tail when
+// no decodable turn/end follows it, and is corruption (an error wrapping
+// backend.ErrCorrupt) otherwise. imported is the torn tail an import
+// recorded (rows from its FromSeq on must already be left out); a cut found
+// in the rows replaces it, being earlier.
+func Split(id string, rows []Decoded, imported *backend.TornTail) ([]session.Event, *backend.TornTail, error) {
+	torn := imported
+	lastTurnEnd := -1
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rows[i].Err == nil && rows[i].Event.Type == session.TypeTurnEnd {
+			lastTurnEnd = i
+			break
+		}
+	}
+	events := make([]session.Event, 0, len(rows))
+	for i, r := range rows {
+		reason := ""
+		switch {
+		case r.Err != nil:
+			reason = r.Err.Error()
+		case r.Seq != int64(i):
+			reason = fmt.Sprintf("seq %d is not contiguous; expected %d", r.Seq, i)
+		}
+		if reason == "" {
+			events = append(events, r.Event)
+			continue
+		}
+		if i <= lastTurnEnd {
+			return nil, nil, CorruptRow(id, r.Seq, reason)
+		}
+		raw := r.Raw
+		if r.Err == nil {
+			raw = r.Event.Data
+		}
+		torn = &backend.TornTail{FromSeq: r.Seq, Reason: reason, Raw: raw}
+		break
+	}
+	return events, torn, nil
+}
+
+// Replay validates a whole log the way DSH restores a session and returns
+// the validator positioned after it.
+func Replay(h session.Header, events []session.Event) (*session.Validator, error) {
+	events, err := session.NormalizeLegacy(h.ID, events)
+	if err != nil {
+		return nil, err
+	}
+	v := session.NewValidator(h)
+	err = session.ValidateHeader(h)
+	for i := 0; err == nil && i < len(events); i++ {
+		err = v.Add(events[i])
+	}
+	if err != nil {
+		// A log with several problems reports the one DSH reports first.
+		if first := session.ValidateLog(h, events); first != nil {
+			return nil, first
+		}
+		return nil, err
+	}
+	return v, nil
+}
+
+// ValidateStored gives a stored log DSH's read-side treatment: older
+// format-0 records are converted (storage is never rewritten), then the log
+// is validated. A log recorded as verified with no torn tail was validated
+// when dsh wrote it and no row has changed since (the stores' triggers clear
+// the flag on any other change), so its verdict is known without validating
+// it again. It returns the converted events.
+func ValidateStored(h session.Header, events []session.Event, verified bool, torn *backend.TornTail) ([]session.Event, error) {
+	events, err := session.NormalizeLegacy(h.ID, events)
+	if err != nil {
+		return nil, err
+	}
+	if verified && torn == nil {
+		return events, nil
+	}
+	return events, session.ValidateLog(h, events)
+}
+
+// CorruptRow is the error for a committed row that cannot be read.
+func CorruptRow(id string, seq int64, reason string) error {
+	c := &backend.CorruptRowError{ID: id, Seq: seq, Reason: reason}
+	return &dsherr.Error{Code: dsherr.InvalidLog, Msg: c.Error(), Err: c}
+}
+
+// FailedValidation wraps a stored log's validation failure.
+func FailedValidation(id string, err error) error {
+	return fmt.Errorf("stored session %q failed validation: %w", id, err)
+}
+
+// StaleWriter is the error refusing an append that expected the log to end
+// elsewhere.
+func StaleWriter(id string, expected, stored int64) error {
+	stale := &backend.StaleWriterError{ID: id, Expected: expected, Stored: stored}
+	return &dsherr.Error{Code: dsherr.StaleWriter, Msg: stale.Error(), Err: stale}
+}
+
+// NotFound is the error for an unknown session id.
+func NotFound(id string) error {
+	return &dsherr.Error{Code: dsherr.NotFound, Msg: fmt.Sprintf("session %q not found", id), Err: backend.ErrNotFound}
+}
+
+// Duplicate is the error for creating a session whose id exists.
+func Duplicate(id string) error {
+	return &dsherr.Error{Code: dsherr.DuplicateChild, Msg: fmt.Sprintf("session %q already exists", id), Err: backend.ErrDuplicate}
+}
+
+// TornTailBlocksAppend refuses an append to a log that must be repaired
+// (by a Load) first.
+func TornTailBlocksAppend(id string, torn *backend.TornTail) error {
+	return dsherr.New(dsherr.InvalidLog,
+		"session %q has a torn tail from seq %d (%s); load it to repair before appending", id, torn.FromSeq, torn.Reason)
+}
+
+// DuplicateSeqs refuses an import whose events repeat a seq.
+func DuplicateSeqs(id string, events []session.Event) error {
+	seen := make(map[int64]bool, len(events))
+	for _, e := range events {
+		if seen[e.Seq] {
+			return dsherr.New(dsherr.InvalidInput, "import session %q: seq %d appears more than once", id, e.Seq)
+		}
+		seen[e.Seq] = true
+	}
+	return nil
+}
+
+// CloserTypes are the event types an interrupted-turn closer can have.
+var CloserTypes = []string{session.TypeToolResult, session.TypeStepEnd, session.TypeTurnEnd}
+
+// FilterTypes keeps the events whose type is one of types.
+func FilterTypes(events []session.Event, types []string) []session.Event {
+	out := []session.Event{}
+	for _, e := range events {
+		for _, t := range types {
+			if e.Type == t {
+				out = append(out, e)
+				break
+			}
+		}
+	}
+	return out
+}
