@@ -1,0 +1,230 @@
+package pgstore
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/pgtest"
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// The crash tests run a writer in a child process (this test binary, re-run
+// with crashRoleEnv set), let it write for a while, SIGKILL it and check the
+// database against the ledger of writes the child had acknowledged (one
+// stdout line after each write returned): nothing acknowledged is lost and
+// no partially written batch or session is visible.
+const (
+	crashRoleEnv = "DSH_PGSTORE_CRASH_ROLE"
+	crashDBEnv   = "DSH_PGSTORE_CRASH_DB"
+	crashTurns   = 400
+	crashSeed    = 0x5eed
+	crashKills   = 4
+	crashImports = 10_000
+	importEvents = 300 // per imported session: several round trips of rows
+)
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(crashRoleEnv) {
+	case "append":
+		os.Exit(crashChild(appendWriter))
+	case "import":
+		os.Exit(crashChild(importWriter))
+	}
+	os.Exit(m.Run())
+}
+
+func crashChild(run func(ctx context.Context, s *Store, ack func(string)) error) int {
+	ctx := context.Background()
+	s, err := Open(ctx, os.Getenv(crashDBEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "crash writer:", err)
+		return 1
+	}
+	out := bufio.NewWriter(os.Stdout)
+	ack := func(line string) {
+		out.WriteString(line + "\n")
+		out.Flush()
+	}
+	if err := run(ctx, s, ack); err != nil {
+		fmt.Fprintln(os.Stderr, "crash writer:", err)
+		return 1
+	}
+	return 0
+}
+
+// crashStream is the log the append writer writes, event by event, and the
+// batch boundaries it writes it in: both fixed by the seed, so every
+// writer, and the checker, agree on them whatever was stored before.
+func crashStream() ([]session.Event, map[int]bool) {
+	b := &events{}
+	for i := range crashTurns {
+		b.turnStart(fmt.Sprintf("prompt %d", i)).answer(fmt.Sprintf("answer %d", i))
+	}
+	r := rand.New(rand.NewPCG(crashSeed, crashSeed))
+	cuts := map[int]bool{0: true}
+	for at := 0; at < len(b.list); {
+		at = min(at+1+r.IntN(9), len(b.list))
+		cuts[at] = true
+	}
+	return b.list, cuts
+}
+
+func appendWriter(ctx context.Context, s *Store, ack func(string)) error {
+	stream, cuts := crashStream()
+	ins, err := s.Inspect(ctx, "crash")
+	if err != nil {
+		return err
+	}
+	at := len(ins.Events)
+	for at < len(stream) {
+		end := at + 1
+		for !cuts[end] {
+			end++
+		}
+		if err := s.Append(ctx, "crash", int64(at), stream[at:end]); err != nil {
+			return err
+		}
+		at = end
+		ack(strconv.Itoa(at))
+	}
+	return nil
+}
+
+func importWriter(ctx context.Context, s *Store, ack func(string)) error {
+	for i := range crashImports {
+		id := fmt.Sprintf("imported-%05d", i)
+		if _, err := s.Header(ctx, id); err == nil {
+			continue
+		}
+		if _, err := s.ImportSession(ctx, header(id, ptr("parent"), int64(i)), importLog(i), nil); err != nil {
+			return err
+		}
+		ack(id)
+	}
+	return nil
+}
+
+func importLog(i int) []session.Event {
+	b := &events{}
+	for t := 0; len(b.list) < importEvents; t++ {
+		b.turnStart(fmt.Sprintf("session %d prompt %d", i, t)).answer(strings.Repeat("x", 200))
+	}
+	return b.list
+}
+
+// runAndKill starts a writer child, lets it run for a random while, kills
+// it with SIGKILL and returns the lines it acknowledged.
+func runAndKill(t *testing.T, role, url string, r *rand.Rand) []string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashRoleEnv+"="+role, crashDBEnv+"="+url)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan []string)
+	go func() {
+		var acked []string
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			acked = append(acked, sc.Text())
+		}
+		lines <- acked
+	}()
+	time.Sleep(time.Duration(150+r.IntN(350)) * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGKILL)
+	acked := <-lines
+	err = cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+		t.Fatalf("writer ended before it was killed (%v): %s", err, stderr.String())
+	}
+	return acked
+}
+
+func TestCrashMidAppendLosesNothingAcknowledged(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	s := openT(t, url)
+	if err := s.CreateSession(ctx, header("crash", nil, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	stream, cuts := crashStream()
+	r := rand.New(rand.NewPCG(1, 2))
+	for kill := range crashKills {
+		acked := runAndKill(t, "append", url, r)
+		ins, err := s.Inspect(ctx, "crash")
+		if err != nil {
+			t.Fatalf("kill %d: the log does not read after the crash: %v", kill, err)
+		}
+		stored := len(ins.Events)
+		if len(acked) > 0 {
+			last, _ := strconv.Atoi(acked[len(acked)-1])
+			if stored < last {
+				t.Fatalf("kill %d: %d events stored, but the writer had acknowledged %d", kill, stored, last)
+			}
+		}
+		if !cuts[stored] {
+			t.Fatalf("kill %d: %d events stored, which ends inside a batch (a partial append is visible)", kill, stored)
+		}
+		if !reflect.DeepEqual(ins.Events, stream[:stored]) {
+			t.Fatalf("kill %d: stored events differ from what was written", kill)
+		}
+		t.Logf("kill %d: %d batches acknowledged this run, %d events stored", kill, len(acked), stored)
+	}
+}
+
+func TestCrashMidImportLosesNothingAcknowledged(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	s := openT(t, url)
+	if err := s.CreateSession(ctx, header("parent", nil, 0), nil); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	var acked []string
+	for kill := range crashKills {
+		acked = append(acked, runAndKill(t, "import", url, r)...)
+		for _, id := range acked {
+			if _, err := s.Header(ctx, id); err != nil {
+				t.Fatalf("kill %d: acknowledged session %s: %v", kill, id, err)
+			}
+		}
+		// Every session that is visible at all is whole.
+		var n int
+		err := s.ChildrenOf(ctx, "parent", func(h session.Header) error {
+			n++
+			var i int
+			fmt.Sscanf(h.ID, "imported-%d", &i)
+			ins, err := s.Inspect(ctx, h.ID)
+			if err != nil {
+				return fmt.Errorf("%s: %w", h.ID, err)
+			}
+			if !reflect.DeepEqual(ins.Events, importLog(i)) {
+				return fmt.Errorf("%s is visible with %d of its %d events", h.ID, len(ins.Events), len(importLog(i)))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("kill %d: %v", kill, err)
+		}
+		if n < len(acked) {
+			t.Fatalf("kill %d: %d sessions stored, %d acknowledged", kill, n, len(acked))
+		}
+		t.Logf("kill %d: %d sessions acknowledged in all, %d stored", kill, len(acked), n)
+	}
+}
