@@ -250,7 +250,7 @@ func NotFound(id string) error {
 
 // Duplicate is the error for creating a session whose id exists.
 func Duplicate(id string) error {
-	return &dsherr.Error{Code: dsherr.DuplicateChild, Msg: fmt.Sprintf("session %q already exists", id), Err: backend.ErrDuplicate}
+	return &dsherr.Error{Code: dsherr.AlreadyExists, Msg: fmt.Sprintf("session %q already exists", id), Err: backend.ErrDuplicate}
 }
 
 // TornTailBlocksAppend refuses an append to a log that must be repaired
