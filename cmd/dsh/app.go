@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/dsh-project/dsh/internal/debuglog"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
 )
@@ -42,7 +44,10 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	stdoutTTY      bool
-	now            func() time.Time
+	// out is stdout as commands print to it, clearing any progress
+	// indicator first (stdout writes through it).
+	out *resultWriter
+	now func() time.Time
 
 	globalFlags *pflag.FlagSet
 	cfg         *config
@@ -52,6 +57,9 @@ type app struct {
 	// output is the format the running command prints in; with JSON the
 	// error report goes to stdout as JSON too.
 	output render.Format
+	// quiet drops warnings: shell completion must print nothing but
+	// candidates.
+	quiet bool
 }
 
 // Main runs dsh with args (without the program name) and returns the exit
@@ -63,17 +71,19 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 // run is Main with the clock as a parameter, so tests can pin the times dsh
 // records (createdAt, end-seed time) and compare output with golden files.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) int {
+	out := &resultWriter{w: stdout}
 	a := &app{
 		stdin:     stdin,
-		stdout:    stdout,
+		stdout:    out,
 		stderr:    stderr,
 		stdoutTTY: isTerminal(stdout),
 		now:       now,
+		out:       out,
 	}
 	root := a.newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
-	root.SetOut(stdout)
+	root.SetOut(out)
 	root.SetErr(stderr)
 	// A command that completed despite a late signal reports success: its
 	// work is done, and 130 would tell the caller otherwise.
@@ -96,9 +106,18 @@ resumes, lists and diagnoses subagent children the way DSH does, offline.
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.ArbitraryArgs,
-		RunE:          groupRunE,
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	version := root.Flags().Bool("version", false, "print dsh's version, as dsh version does")
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if *version && len(args) == 0 {
+			p, err := a.printer(render.Table)
+			if err != nil {
+				return err
+			}
+			return printVersion(p)
+		}
+		return groupRunE(cmd, args)
+	}
 	root.SuggestionsMinimumDistance = suggestionDistance
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &dsherr.Error{Code: dsherr.Usage, Msg: err.Error(), Err: err}
@@ -107,11 +126,14 @@ resumes, lists and diagnoses subagent children the way DSH does, offline.
 	pf.String("db", "", "database file (env DSH_DB; default $XDG_DATA_HOME/dsh/dsh.db)")
 	pf.String("config", "", "config file (env DSH_CONFIG; default $XDG_CONFIG_HOME/dsh/config.yaml)")
 	pf.Bool("no-color", false, "never colour output (env DSH_NO_COLOR or NO_COLOR)")
+	pf.Bool("debug", false, "log what dsh does (statements, timings, leases, listing rungs) on stderr (env DSH_DEBUG=1)")
+	pf.Bool("no-progress", false, "never draw progress on stderr (env DSH_NO_PROGRESS=1)")
 	a.globalFlags = pf
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(a))
 	}
 	a.markStart(root)
+	a.addCompletions(root)
 	return root
 }
 
@@ -122,12 +144,36 @@ func (a *app) markStart(c *cobra.Command) {
 	if run := c.RunE; run != nil {
 		c.RunE = func(cmd *cobra.Command, args []string) error {
 			a.started = true
+			if log := a.debugLogger(); log != nil {
+				cmd.SetContext(debuglog.With(cmd.Context(), log))
+				start := time.Now()
+				defer func() {
+					log.Debug("command finished", slog.String("command", cmd.CommandPath()), slog.Duration("took", time.Since(start)))
+				}()
+			}
 			return run(cmd, args)
 		}
 	}
 	for _, sub := range c.Commands() {
 		a.markStart(sub)
 	}
+}
+
+// debugLogger is the --debug / DSH_DEBUG logger: slog text lines on
+// stderr, never stdout, so results stay clean. nil when debugging is off.
+func (a *app) debugLogger() *slog.Logger {
+	on, _ := a.globalFlags.GetBool("debug")
+	if !on && !envTrue("DSH_DEBUG") {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// envTrue reports whether the environment variable is set to a true value
+// (1, t, true, …; see strconv.ParseBool).
+func envTrue(name string) bool {
+	b, err := strconv.ParseBool(os.Getenv(name))
+	return err == nil && b
 }
 
 // config returns the effective configuration, resolved on first use: help
@@ -145,6 +191,9 @@ func (a *app) config() (*config, error) {
 
 // warn reports a problem that does not stop the command, on stderr.
 func (a *app) warn(msg string) {
+	if a.quiet {
+		return
+	}
 	fmt.Fprintf(a.stderr, "dsh: warning: %s\n", render.Escape(msg))
 }
 
@@ -155,7 +204,35 @@ func (a *app) printer(f render.Format) (*render.Printer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return render.New(a.stdout, render.Options{Format: f, TTY: a.stdoutTTY, Color: !cfg.NoColor}), nil
+	return render.New(a.stdout, render.Options{Format: f, TTY: a.stdoutTTY, Color: colorEnabled(cfg, a.stdoutTTY, os.Getenv),
+		UTF8: utf8Locale(os.Getenv)}), nil
+}
+
+// utf8Locale reports whether the locale's character set is UTF-8: the first
+// of LC_ALL, LC_CTYPE and LANG that is set decides, as for any C program.
+func utf8Locale(getenv func(string) string) bool {
+	for _, name := range []string{"LC_ALL", "LC_CTYPE", "LANG"} {
+		if v := getenv(name); v != "" {
+			v = strings.ToLower(v)
+			return strings.Contains(v, "utf-8") || strings.Contains(v, "utf8")
+		}
+	}
+	return false
+}
+
+// colorEnabled decides whether output may be coloured. NO_COLOR (non-empty)
+// wins over everything, including CLICOLOR_FORCE (https://no-color.org);
+// then --no-color / noColor; a dumb terminal gets none; CLICOLOR_FORCE=1
+// (any value but "0") colours a pipe too; otherwise only a terminal is
+// coloured.
+func colorEnabled(cfg *config, tty bool, getenv func(string) string) bool {
+	switch {
+	case getenv("NO_COLOR") != "", cfg.NoColor, getenv("TERM") == "dumb":
+		return false
+	case getenv("CLICOLOR_FORCE") != "" && getenv("CLICOLOR_FORCE") != "0":
+		return true
+	}
+	return tty
 }
 
 // newGroupCmd is a command that only holds subcommands. Run bare, it prints

@@ -198,11 +198,19 @@ func runCacheVerify(ctx context.Context, a *app, p *render.Printer, ids []string
 	}
 	defer closeStore(s, &err)
 	var rep projcache.VerifyReport
+	var step func(int)
+	finish := func() {}
 	err = s.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
 		cp := subagent.StoreCheckpoints(view)
-		rep, err = cp.Cache.Verify(ctx, cp.Read, ids)
+		rep, err = cp.Cache.VerifyProgress(ctx, cp.Read, ids, func(done, total int) {
+			if step == nil {
+				step, finish = a.progress(progressMode{}, "verify", total)
+			}
+			step(done)
+		})
 		return err
 	})
+	finish()
 	if err != nil {
 		return err
 	}

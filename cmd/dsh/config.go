@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
@@ -167,15 +169,7 @@ func loadConfig(flags *pflag.FlagSet, warn func(string)) (*config, error) {
 		return nil, err
 	}
 	if c.FileLoaded {
-		known := make(map[string]bool, len(settings))
-		for _, s := range settings {
-			known[strings.ToLower(s.key)] = true
-		}
-		for _, k := range v.AllKeys() {
-			if !known[k] && v.InConfig(k) {
-				warn(fmt.Sprintf("config file %s: unknown key %q ignored", c.File, k))
-			}
-		}
+		c.warnUnknownKeys(v, settings, warn)
 	}
 	c.Sources = append(c.Sources, configSource{Key: "config", Value: c.File, Source: fileSource, Env: configEnv})
 
@@ -204,6 +198,114 @@ func loadConfig(flags *pflag.FlagSet, warn func(string)) (*config, error) {
 			c.Lease.Heartbeat.Milliseconds(), c.Lease.TTL.Milliseconds())
 	}
 	return c, nil
+}
+
+// warnUnknownKeys reports every key in the config file that is not a
+// setting, spelled as the file spells it (viper folds keys to lower case),
+// with the setting it most likely meant when exactly one is close.
+func (c *config) warnUnknownKeys(v *viper.Viper, settings []setting, warn func(string)) {
+	known := make(map[string]string, len(settings))
+	for _, s := range settings {
+		known[strings.ToLower(s.key)] = s.key
+	}
+	spelled := originalKeys(c.File)
+	for _, k := range v.AllKeys() {
+		if _, ok := known[k]; ok || !v.InConfig(k) {
+			continue
+		}
+		name := k
+		if orig, ok := spelled[k]; ok {
+			name = orig
+		}
+		msg := fmt.Sprintf("config file %s: unknown key %q ignored", c.File, name)
+		if guess := closestKey(k, settings); guess != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", guess)
+		}
+		warn(msg)
+	}
+}
+
+// maxConfigBytes bounds how much of a config file dsh reads again to
+// recover the spelling of its keys; a larger file keeps viper's spelling.
+const maxConfigBytes = 1 << 20
+
+// originalKeys maps each leaf key of a YAML (or JSON) config file, dotted and
+// lower-cased as viper reports it, to its spelling in the file. A file that
+// does not parse as YAML yields an empty map.
+func originalKeys(file string) map[string]string {
+	out := map[string]string{}
+	f, err := os.Open(file)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigBytes))
+	if err != nil {
+		return out
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
+		return out
+	}
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		if n.Kind != yaml.MappingNode {
+			if prefix != "" {
+				out[strings.ToLower(prefix)] = prefix
+			}
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			if prefix != "" {
+				key = prefix + "." + key
+			}
+			walk(n.Content[i+1], key)
+		}
+	}
+	walk(doc.Content[0], "")
+	return out
+}
+
+// closestKey is the setting key within two edits of key (ignoring case), if
+// exactly one is that close; "" otherwise.
+func closestKey(key string, settings []setting) string {
+	best, bestDist, ties := "", 3, 0
+	for _, s := range settings {
+		d := editDistance(key, strings.ToLower(s.key))
+		switch {
+		case d < bestDist:
+			best, bestDist, ties = s.key, d, 0
+		case d == bestDist:
+			ties++
+		}
+	}
+	if ties > 0 {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
 }
 
 // readFile loads the config file into v and returns where its path came

@@ -216,14 +216,20 @@ func TestConfigFileFractionRefused(t *testing.T) {
 func TestConfigUnknownKeyWarns(t *testing.T) {
 	home := isolateEnv(t)
 	file := filepath.Join(home, "c.yaml")
-	writeFile(t, file, "maxDepht: 3\ncache:\n  writeEvery: 1\n")
+	writeFile(t, file, "maxDepht: 3\ncache:\n  writeEvery: 1\nLease:\n  TTL: 9000\n")
 	_, stderr, code := runDsh(t, "--config", file, "config")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, key := range []string{`"maxdepht"`, `"cache.writeevery"`} {
-		if !strings.Contains(stderr, "dsh: warning: config file "+file+": unknown key "+key+" ignored") {
-			t.Errorf("no warning for %s in %q", key, stderr)
+	// Keys are named as the file spells them, with the setting meant when
+	// one is close (a typo), and without a guess when none is.
+	for _, want := range []string{
+		`unknown key "maxDepht" ignored (did you mean "maxDepth"?)`,
+		`unknown key "cache.writeEvery" ignored` + "\n",
+		`unknown key "Lease.TTL" ignored (did you mean "lease.ttlMs"?)`,
+	} {
+		if !strings.Contains(stderr, "dsh: warning: config file "+file+": "+want) {
+			t.Errorf("no warning %q in %q", want, stderr)
 		}
 	}
 }

@@ -16,6 +16,7 @@ type listOptions struct {
 	coldConcurrency int
 	strict          bool
 	expect          listExpectations
+	filter          listFilter
 }
 
 func newListCmd(a *app) *cobra.Command {
@@ -47,6 +48,14 @@ Output formats:
           [running] for a child held by a live process, [ready] otherwise
           (escaped only when stdout is a terminal)
 
+  tree    for people: the parent, then one line per row indented under it
+          (box drawing in a UTF-8 locale, ASCII otherwise): id, state,
+          mode, label
+
+--state and --mode keep only the rows asked for (several values: repeat the
+flag or separate them with commas); the rows kept are unchanged, and the
+--expect checks see only them.
+
 An unknown parent lists as empty, as in DSH; --strict makes it an error.
 Read-only: the database is never written, and the output is printed only
 once the whole listing has been read.
@@ -57,7 +66,9 @@ once the whole listing has been read.
 		),
 		Example: `  dsh list --parent 11111111-1111-4111-8111-111111111111
   dsh list --parent my-session --scope descendants -o json
-  dsh list --parent my-session -o agents`,
+  dsh list --parent my-session -o agents
+  dsh list --parent my-session --scope descendants -o tree
+  dsh list --parent my-session --state corrupt,unavailable --expect-count 0`,
 		Args: exactArgs(),
 	}
 	cmd.Flags().StringVar(&opts.parent, "parent", "", "the session whose subagent children to list (required)")
@@ -65,10 +76,14 @@ once the whole listing has been read.
 	cmd.Flags().IntVar(&opts.coldConcurrency, "cold-concurrency", 0, "how many child logs to read at once (default: config coldConcurrency, 4)")
 	cmd.Flags().BoolVar(&opts.strict, "strict", false, "fail with NOT_FOUND (exit 2) when the parent session does not exist")
 	opts.expect.addFlags(cmd)
+	opts.filter.addFlags(cmd)
 	src := addSourceFlags(cmd)
-	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL, render.Agents)
+	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL, render.Agents, render.Tree)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := opts.expect.prepare(cmd); err != nil {
+			return err
+		}
+		if err := opts.filter.prepare(); err != nil {
 			return err
 		}
 		if !cmd.Flags().Changed("parent") {
@@ -95,6 +110,11 @@ once the whole listing has been read.
 		p, err := out.printer(a, cmd)
 		if err != nil {
 			return err
+		}
+		if cmd.Flags().Changed("source") {
+			// Reading a foreign corpus in place can take a while; the
+			// spinner stops as soon as the rows are printed.
+			defer a.spinner(progressMode{}, "reading the source")()
 		}
 		return cancelledListing(cmd.Context(), src.runList(cmd.Context(), a, p, opts, scope))
 	}
@@ -129,7 +149,13 @@ func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Li
 	if err != nil {
 		return err
 	}
-	if err := p.Listing(rows, scope); err != nil {
+	rows = opts.filter.apply(rows)
+	if p.Format() == render.Tree {
+		err = p.ListingTree(opts.parent, rows)
+	} else {
+		err = p.Listing(rows, scope)
+	}
+	if err != nil {
 		return err
 	}
 	return opts.expect.check(a, rows, scope)

@@ -17,7 +17,7 @@ const formatAgents render.Format = "agents"
 
 // allFormats is every format name some command accepts; the output setting
 // must be one of them.
-var allFormats = []render.Format{render.Table, render.TSV, render.JSON, render.JSONL, formatAgents}
+var allFormats = []render.Format{render.Table, render.TSV, render.JSON, render.JSONL, formatAgents, render.Tree}
 
 // outputFlag is a command's -o/--output flag.
 type outputFlag struct {
@@ -35,6 +35,7 @@ func addOutputFlag(cmd *cobra.Command, allowed ...render.Format) *outputFlag {
 	}
 	cmd.Flags().StringVarP(&o.value, "output", "o", "",
 		"output format: "+strings.Join(names, "|")+" (default "+string(o.def)+"; env DSH_OUTPUT)")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(names, cobra.ShellCompDirectiveNoFileComp))
 	return o
 }
 

@@ -11,11 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +33,10 @@ const fixturesDir = "../../../shared/fixtures"
 // recorded times, and so golden output, are reproducible.
 const testNowEnv = "DSH_TEST_NOW_MS"
 
+// testUncancellableEnv, when set, runs the command with a context the first
+// SIGINT/SIGTERM does not cancel (see dshCommand).
+const testUncancellableEnv = "DSH_TEST_UNCANCELLABLE"
+
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){"dsh": dshCommand})
 }
@@ -42,7 +44,7 @@ func TestMain(m *testing.M) {
 // dshCommand is the dsh program as scripts run it: a real subprocess
 // executing Main, with the clock pinned when the script asks for it.
 func dshCommand() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext(context.Background(), os.Stderr, os.Exit)
 	now := time.Now
 	if v := os.Getenv(testNowEnv); v != "" {
 		ms, err := strconv.ParseInt(v, 10, 64)
@@ -51,6 +53,12 @@ func dshCommand() {
 			os.Exit(100)
 		}
 		now = func() time.Time { return time.UnixMilli(ms) }
+	}
+	if os.Getenv(testUncancellableEnv) != "" {
+		// Signals are still handled, but the command never sees the first
+		// one: a stand-in for a command stuck where it cannot notice
+		// cancellation, which only the second signal can end.
+		ctx = context.Background()
 	}
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, now)
 	stop()

@@ -11,8 +11,12 @@ import (
 )
 
 type versionResult struct {
-	Version   string `json:"version"`
-	Commit    string `json:"commit,omitempty"`
+	Version string `json:"version"`
+	Commit  string `json:"commit,omitempty"`
+	// Modified is set when the binary was built from a checkout with
+	// uncommitted changes (vcs.modified): Commit alone would then claim a
+	// build nobody can reproduce.
+	Modified  bool   `json:"modified,omitempty"`
 	GoVersion string `json:"goVersion"`
 	// SchemaVersion is the database schema this build migrates to.
 	SchemaVersion int `json:"schemaVersion"`
@@ -27,12 +31,21 @@ func buildVersion() versionResult {
 	if !ok {
 		return r
 	}
+	return versionFromBuildInfo(r, info)
+}
+
+// versionFromBuildInfo fills r from the build information the Go toolchain
+// recorded.
+func versionFromBuildInfo(r versionResult, info *debug.BuildInfo) versionResult {
 	if info.Main.Version != "" {
 		r.Version = info.Main.Version
 	}
 	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" {
+		switch s.Key {
+		case "vcs.revision":
 			r.Commit = s.Value
+		case "vcs.modified":
+			r.Modified = s.Value == "true"
 		}
 	}
 	return r
@@ -42,7 +55,7 @@ func newVersionCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "version",
 		Short:   "Print dsh's version",
-		Long:    "Print the version, VCS commit (when known) and Go version dsh was built with,\nand the database schema version it creates and migrates to.\n\n" + exitStatusHelp(),
+		Long:    "Print the version, VCS commit (when known; \"modified\" when built with\nuncommitted changes) and Go version dsh was built with,\nand the database schema version it creates and migrates to.\n\n" + exitStatusHelp(),
 		Example: "  dsh version\n  dsh version -o json",
 		Args:    exactArgs(),
 	}
@@ -52,20 +65,28 @@ func newVersionCmd(a *app) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		r := buildVersion()
-		schema, err := sqlitepersist.LatestSchemaVersion()
-		if err != nil {
-			return err
-		}
-		r.SchemaVersion = schema
-		fields := []render.Field{{Name: "version", Value: r.Version}}
-		if r.Commit != "" {
-			fields = append(fields, render.Field{Name: "commit", Value: r.Commit})
-		}
-		fields = append(fields,
-			render.Field{Name: "go", Value: r.GoVersion},
-			render.Field{Name: "schemaVersion", Value: itoa(r.SchemaVersion)})
-		return p.Record(r, fields)
+		return printVersion(p)
 	}
 	return cmd
+}
+
+// printVersion prints what `dsh version` and `dsh --version` print.
+func printVersion(p *render.Printer) error {
+	r := buildVersion()
+	schema, err := sqlitepersist.LatestSchemaVersion()
+	if err != nil {
+		return err
+	}
+	r.SchemaVersion = schema
+	fields := []render.Field{{Name: "version", Value: r.Version}}
+	if r.Commit != "" {
+		fields = append(fields, render.Field{Name: "commit", Value: r.Commit})
+	}
+	if r.Modified {
+		fields = append(fields, render.Field{Name: "modified", Value: "true"})
+	}
+	fields = append(fields,
+		render.Field{Name: "go", Value: r.GoVersion},
+		render.Field{Name: "schemaVersion", Value: itoa(r.SchemaVersion)})
+	return p.Record(r, fields)
 }

@@ -147,12 +147,21 @@ type VerifyReport struct {
 // record that lags the log is not a finding: rows are compared with a refold
 // of the log up to each row's own seq.
 func (c *Cache) Verify(ctx context.Context, read ReadFunc, ids []string) (VerifyReport, error) {
+	return c.VerifyProgress(ctx, read, ids, nil)
+}
+
+// VerifyProgress is Verify reporting, before each target and at the end,
+// how many of how many targets are done (progress may be nil).
+func (c *Cache) VerifyProgress(ctx context.Context, read ReadFunc, ids []string, progress func(done, total int)) (VerifyReport, error) {
 	var rep VerifyReport
 	ids, err := c.targets(ctx, ids)
 	if err != nil {
 		return rep, err
 	}
-	for _, id := range ids {
+	for i, id := range ids {
+		if progress != nil {
+			progress(i, len(ids))
+		}
 		r, found, err := c.record(ctx, id)
 		if err != nil {
 			return rep, err
@@ -167,6 +176,9 @@ func (c *Cache) Verify(ctx context.Context, read ReadFunc, ids []string) (Verify
 		}
 		rep.Checked++
 		rep.Findings = append(rep.Findings, findings...)
+	}
+	if progress != nil {
+		progress(len(ids), len(ids))
 	}
 	return rep, nil
 }

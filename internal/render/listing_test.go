@@ -143,3 +143,44 @@ func TestListAgentsTerminalEscaping(t *testing.T) {
 		t.Errorf("tty = %q, want the ESC escaped", tty.String())
 	}
 }
+
+// The tree places rows by depth, draws the vertical line of a level only
+// while more siblings follow, keeps a row's depth when its parent was
+// filtered out, colours states only when colour is on, and escapes stored
+// strings.
+func TestListingTree(t *testing.T) {
+	label := func(s string) *string { return &s }
+	rows := []subagent.Row{
+		{Kind: subagent.KindChild, ID: "a", Mode: subagent.ModeContinuable, Label: label("first"), Activity: subagent.ActivityRunning, ParentID: "p", Depth: 1},
+		{Kind: subagent.KindChild, ID: "a1", Mode: subagent.ModeOneShot, Activity: subagent.ActivityInactive, ParentID: "a", Depth: 2},
+		{Kind: subagent.KindDiagnostic, ID: "a2", Reason: subagent.ReasonUnavailable, ParentID: "a", Depth: 2},
+		{Kind: subagent.KindChild, ID: "b", Mode: subagent.ModeContinuable, Label: label("evil\x1b]0;x\x07"), Activity: subagent.ActivityInactive, ParentID: "p", Depth: 1},
+		{Kind: subagent.KindDiagnostic, ID: "b11", Reason: subagent.ReasonCorrupt, ParentID: "b1", Depth: 3},
+	}
+	for _, tt := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Format: Tree, UTF8: true}, `p
+├── a  running  continuable  first
+│   ├── a1  inactive  one-shot
+│   └── a2  unavailable
+└── b  inactive  continuable  evil\x1b]0;x\x07
+        └── b11  corrupt
+`},
+		{Options{Format: Tree, Color: true}, "p\n" +
+			"|-- a  \x1b[32mrunning\x1b[0m  continuable  first\n" +
+			"|   |-- a1  inactive  one-shot\n" +
+			"|   `-- a2  \x1b[33munavailable\x1b[0m\n" +
+			"`-- b  inactive  continuable  evil\\x1b]0;x\\x07\n" +
+			"        `-- b11  \x1b[31mcorrupt\x1b[0m\n"},
+	} {
+		var b strings.Builder
+		if err := New(&b, tt.opts).ListingTree("p", rows); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tt.want {
+			t.Errorf("%+v:\n got %q\nwant %q", tt.opts, b.String(), tt.want)
+		}
+	}
+}

@@ -56,9 +56,13 @@ type Options struct {
 	// TTY is true when the writer is a terminal; Table then draws aligned
 	// columns instead of tab-separated lines.
 	TTY bool
-	// Color permits ANSI styling (only ever used on a terminal). False when
-	// the user asked for --no-color or NO_COLOR.
+	// Color permits ANSI styling. The caller decides (a terminal, or
+	// CLICOLOR_FORCE on a pipe; never with --no-color, NO_COLOR or
+	// TERM=dumb).
 	Color bool
+	// UTF8 permits non-ASCII drawing characters (the tree's box drawing):
+	// the caller's locale is UTF-8.
+	UTF8 bool
 }
 
 // Printer writes results in one format to one writer.
@@ -158,9 +162,9 @@ type sgr string
 
 const bold sgr = "1"
 
-// style wraps s in an ANSI style when colour is allowed on a terminal.
+// style wraps s in an ANSI style when colour is on.
 func (p *Printer) style(s string, code sgr) string {
-	if !p.opts.Color || !p.opts.TTY || s == "" {
+	if !p.opts.Color || s == "" {
 		return s
 	}
 	return "\x1b[" + string(code) + "m" + s + "\x1b[0m"

@@ -299,9 +299,9 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // transaction for a view, the connection pool otherwise.
 func (s *Store) Querier() Querier {
 	if s.tx != nil {
-		return s.tx
+		return tracedQuerier{s.tx}
 	}
-	return s.db
+	return tracedQuerier{s.db}
 }
 
 // ReadSnapshot runs fn with a view whose methods all read one consistent

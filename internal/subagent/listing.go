@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dsherr"
@@ -103,6 +104,7 @@ func (l *Lister) ResolveRecords(ctx context.Context, recs []corpus.Record, place
 	if err := checkCancelled(ctx); err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	out := make([]Resolution, len(recs))
 	var cold []int
 	for i, rec := range recs {
@@ -130,6 +132,7 @@ func (l *Lister) ResolveRecords(ctx context.Context, recs []corpus.Record, place
 			}
 		}
 	}
+	logResolutions(ctx, recs, out, time.Since(start))
 	return out, nil
 }
 

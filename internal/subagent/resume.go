@@ -75,8 +75,14 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (*TurnResult, 
 	err = rt.Store.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
 		var err error
 		if res.TookOver, err = tx.AcquireLease(ctx, req.Child, holder); err != nil {
+			logLease(ctx, "refused", req.Child, holder.ID, err)
 			return err
 		}
+		event := "acquired"
+		if res.TookOver != nil {
+			event = "acquired (took over an expired lease)"
+		}
+		logLease(ctx, event, req.Child, holder.ID, nil)
 		loaded, err := tx.Load(ctx, req.Child)
 		if err != nil {
 			return err

@@ -295,6 +295,7 @@ func (rt *Runtime) begin(ctx context.Context, plan *startPlan) (*childWriter, er
 		if _, err := tx.AcquireLease(ctx, plan.header.ID, plan.holder); err != nil {
 			return err
 		}
+		logLease(ctx, "acquired", plan.header.ID, plan.holder.ID, nil)
 		return w.writePending(ctx, tx)
 	})
 	if err != nil {

@@ -149,7 +149,9 @@ func (w *childWriter) finish(ctx context.Context) error {
 		if !w.wrote && w.ckpt.Release() {
 			w.wrote = w.checkpoint(ctx, tx)
 		}
-		return tx.ReleaseLease(ctx, w.header.ID, w.holder)
+		err := tx.ReleaseLease(ctx, w.header.ID, w.holder)
+		logLease(ctx, "released", w.header.ID, w.holder.ID, err)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("finish the turn of %s: %w", w.header.ID, err)
@@ -176,6 +178,7 @@ func (w *childWriter) keepAlive(ctx context.Context, every time.Duration, lost c
 				return
 			case <-tick.C:
 				err := w.store.HeartbeatLease(ctx, w.header.ID, w.holder, nil)
+				logLease(ctx, "renewed", w.header.ID, w.holder.ID, err)
 				if errors.Is(err, sqlitepersist.ErrLeaseLost) {
 					lost(err)
 					return

@@ -1,0 +1,50 @@
+package sqlitepersist
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/debuglog"
+)
+
+// tracedQuerier logs every statement run through it, with its duration, to
+// the --debug logger of the statement's context (see debuglog). Without
+// one, it adds a context lookup per statement.
+type tracedQuerier struct{ q Querier }
+
+func (t tracedQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	start := time.Now()
+	res, err := t.q.ExecContext(ctx, query, args...)
+	logStatement(ctx, "exec", query, len(args), start, err)
+	return res, err
+}
+
+func (t tracedQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	start := time.Now()
+	rows, err := t.q.QueryContext(ctx, query, args...)
+	logStatement(ctx, "query", query, len(args), start, err)
+	return rows, err
+}
+
+func (t tracedQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	start := time.Now()
+	row := t.q.QueryRowContext(ctx, query, args...)
+	logStatement(ctx, "query row", query, len(args), start, row.Err())
+	return row
+}
+
+// logStatement records one statement. Arguments are counted, not printed:
+// they are session data (event payloads, labels) that has no place in a log.
+// A query's time is until its first row is ready, not until it is drained.
+func logStatement(ctx context.Context, kind, query string, nargs int, start time.Time, err error) {
+	if !debuglog.Enabled(ctx) {
+		return
+	}
+	attrs := []any{slog.String("kind", kind), slog.String("sql", query), slog.Int("args", nargs), slog.Duration("took", time.Since(start))}
+	if err != nil {
+		attrs = append(attrs, slog.String("err", err.Error()))
+	}
+	debuglog.From(ctx).DebugContext(ctx, "sqlite statement", attrs...)
+}
