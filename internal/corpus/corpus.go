@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 
 	"golang.org/x/text/collate"
 	"golang.org/x/text/language"
@@ -34,6 +35,14 @@ type HeaderSource interface {
 // per record.
 type SubagentParentSource interface {
 	SubagentParents(ctx context.Context, ids []string) (map[string]bool, error)
+}
+
+// SubtreeSource is a HeaderSource that can read a whole subtree at once:
+// every session reachable from root by parent links (root itself only when
+// a cycle leads back to it), in any order. Without it Descendants asks
+// ChildrenOf once per tree node.
+type SubtreeSource interface {
+	SubtreeOf(ctx context.Context, root string, fn func(session.Header) error) error
 }
 
 // LiveSource reports the sessions currently held by a live process, keyed by
@@ -110,22 +119,29 @@ func (c *Corpus) Children(ctx context.Context, parent string) ([]Record, error) 
 // chain needs no recursion), through every session that has a parent:
 // ordinary sessions and one-shot children are walked through, but only
 // subagent-origin sessions become records. A visited set, seeded with the
-// root, stops parent-link cycles.
+// root, stops parent-link cycles. With a SubtreeSource the persisted tree
+// is read in one query; only a node reached through a live record alone
+// (whose persisted children the query did not cover) is asked for its
+// children one at a time.
 func (c *Corpus) Descendants(ctx context.Context, root string) ([]Record, error) {
 	type frame struct {
 		node   session.Header
 		parent string
 		depth  int
 	}
+	kids, err := c.subtree(ctx, root)
+	if err != nil {
+		return nil, err
+	}
 	visited := map[string]bool{root: true}
 	var stack []frame
 	push := func(parent string, depth int) error {
-		kids, err := c.childNodes(ctx, parent)
+		nodes, err := c.childNodesFrom(ctx, kids, parent)
 		if err != nil {
 			return err
 		}
-		for i := len(kids) - 1; i >= 0; i-- {
-			stack = append(stack, frame{node: kids[i].Header, parent: parent, depth: depth})
+		for i := len(nodes) - 1; i >= 0; i-- {
+			stack = append(stack, frame{node: nodes[i].Header, parent: parent, depth: depth})
 		}
 		return nil
 	}
@@ -134,8 +150,10 @@ func (c *Corpus) Descendants(ctx context.Context, root string) ([]Record, error)
 	}
 	var out []Record
 	for len(stack) > 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if len(out)%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 		}
 		f := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -150,10 +168,54 @@ func (c *Corpus) Descendants(ctx context.Context, root string) ([]Record, error)
 			return nil, err
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if err := c.fillHasChildren(ctx, out); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// subtree reads the persisted tree below root in one query when the header
+// source can, as each covered node's persisted children; nil otherwise.
+func (c *Corpus) subtree(ctx context.Context, root string) (map[string][]session.Header, error) {
+	src, ok := c.headers.(SubtreeSource)
+	if !ok {
+		return nil, nil
+	}
+	kids := map[string][]session.Header{root: nil}
+	err := src.SubtreeOf(ctx, root, func(h session.Header) error {
+		kids[h.Parent()] = append(kids[h.Parent()], h)
+		if _, seen := kids[h.ID]; !seen {
+			kids[h.ID] = nil
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list descendants of %s: %w", root, err)
+	}
+	return kids, nil
+}
+
+// childNodesFrom is childNodes answered from a subtree read when it covers
+// parent.
+func (c *Corpus) childNodesFrom(ctx context.Context, kids map[string][]session.Header, parent string) ([]node, error) {
+	persisted, covered := kids[parent]
+	if !covered {
+		return c.childNodes(ctx, parent)
+	}
+	nodes := make([]node, 0, len(persisted))
+	for _, h := range persisted {
+		if _, live := c.live[h.ID]; !live {
+			nodes = append(nodes, node{Header: h})
+		}
+	}
+	for _, id := range c.liveByParent[parent] {
+		nodes = append(nodes, node{Header: c.live[id].Header})
+	}
+	SortHeaders(nodes, func(n node) session.Header { return n.Header })
+	return nodes, nil
 }
 
 type node struct {
@@ -280,13 +342,22 @@ func (c *Corpus) hasChildren(ctx context.Context, id string) (bool, error) {
 	return found, nil
 }
 
+// collators reuses ICU root collators: building one costs far more than
+// sorting a typical sibling list, and a walk sorts one list per node. A
+// Collator is not safe for concurrent use, hence the pool.
+var collators = sync.Pool{New: func() any { return collate.New(language.Und) }}
+
 // SortHeaders sorts items in DSH's candidate order: createdAt ascending, then
 // id as JavaScript's String.prototype.localeCompare orders it (ICU root
 // collation: case-insensitive first with lowercase before uppercase,
 // punctuation before digits before letters, no numeric ordering). Ids that
 // collate equal keep byte order so the result is deterministic.
 func SortHeaders[T any](items []T, header func(T) session.Header) {
-	col := collate.New(language.Und)
+	if len(items) < 2 {
+		return
+	}
+	col := collators.Get().(*collate.Collator)
+	defer collators.Put(col)
 	sort.SliceStable(items, func(i, j int) bool {
 		a, b := header(items[i]), header(items[j])
 		if a.CreatedAt != b.CreatedAt {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -219,5 +220,44 @@ func TestWriteTxIsAtomicAndNestsFailedWrites(t *testing.T) {
 	ins, err := s.Inspect(ctx, "kept")
 	if err != nil || len(ins.Events) != len(b.events)+1 || !ins.Verified {
 		t.Fatalf("after WriteTx: %+v, %v", ins, err)
+	}
+}
+
+// SubtreeOf reads every session below a root in one query: grandchildren
+// through any origin, nothing outside the tree, and a parent-link cycle
+// (written behind dsh's back) ends instead of looping.
+func TestSubtreeOfReadsTheWholeTreeOnce(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openStore(t)
+	for _, h := range []session.Header{
+		rootHeader("p"),
+		childHeader("a", "p", 100, true),
+		childHeader("b", "p", 200, false),
+		childHeader("a1", "a", 300, true),
+		childHeader("b1", "b", 300, true),
+		childHeader("b11", "b1", 400, false),
+		rootHeader("q"),
+		childHeader("q1", "q", 100, true),
+	} {
+		if err := s.CreateSession(ctx, h, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sorted := func(root string) []string {
+		ids := collectIDs(t, func(fn func(session.Header) error) error { return s.SubtreeOf(ctx, root, fn) })
+		slices.Sort(ids)
+		return ids
+	}
+	if got, want := sorted("p"), []string{"a", "a1", "b", "b1", "b11"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("SubtreeOf(p) = %v, want %v", got, want)
+	}
+	if got := sorted("nobody"); len(got) != 0 {
+		t.Errorf("SubtreeOf(nobody) = %v", got)
+	}
+	if _, err := s.db.ExecContext(ctx, `UPDATE sessions SET parent_session = 'b11' WHERE id = 'p'`); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sorted("p"), []string{"a", "a1", "b", "b1", "b11", "p"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("SubtreeOf(p) with a cycle = %v, want %v", got, want)
 	}
 }
