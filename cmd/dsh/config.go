@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/pgstore"
 	"github.com/dsh-project/dsh/internal/render"
 )
 
@@ -25,7 +26,8 @@ import (
 // layer that sets it: a command-line flag, an environment variable DSH_*, the
 // config file, or the built-in default.
 type config struct {
-	// DB is the absolute path of the SQLite database.
+	// DB is the absolute path of the SQLite database, or a PostgreSQL URL
+	// (postgres:// or postgresql://) as given.
 	DB          string
 	BusyTimeout time.Duration
 	// Output is the preferred output format; "" lets each command use its
@@ -355,6 +357,11 @@ func (t pathTarget) set(raw any) error {
 	if s == "" {
 		return errors.New("no database path (set --db, DSH_DB or db in the config file)")
 	}
+	if pgstore.IsURL(s) {
+		// A PostgreSQL URL is passed to the driver as written.
+		*t.p = s
+		return nil
+	}
 	if rest, ok := strings.CutPrefix(s, "~/"); ok {
 		home, err := os.UserHomeDir()
 		if err != nil {
@@ -370,7 +377,8 @@ func (t pathTarget) set(raw any) error {
 	return nil
 }
 
-func (t pathTarget) value() any { return *t.p }
+// value is what `dsh config` prints: a database URL's password is never shown.
+func (t pathTarget) value() any { return pgstore.Redact(*t.p) }
 
 type formatTarget struct{ p *string }
 

@@ -39,6 +39,25 @@ var probe struct {
 // no server answers (see the package comment).
 func AdminURL(t testing.TB) string {
 	t.Helper()
+	url, err := Probe()
+	if err != nil {
+		if Required() {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return url
+}
+
+// Required reports whether a missing server fails the tests instead of
+// skipping them: DSH_TEST_POSTGRES is set, or CI=true.
+func Required() bool {
+	return os.Getenv(EnvURL) != "" || os.Getenv("CI") == "true"
+}
+
+// Probe returns the test server's admin URL once it has answered, or an
+// error saying that no server answered and how to name one.
+func Probe() (string, error) {
 	probe.once.Do(func() {
 		probe.url = os.Getenv(EnvURL)
 		if probe.url == "" {
@@ -55,37 +74,63 @@ func AdminURL(t testing.TB) string {
 		conn.Close(ctx)
 	})
 	if probe.err != nil {
-		msg := fmt.Sprintf("PostgreSQL tests: no server at %s (%v); set %s to a server's admin URL", redact(probe.url), probe.err, EnvURL)
-		if os.Getenv(EnvURL) != "" || os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		return "", fmt.Errorf("PostgreSQL tests: no server at %s (%v); set %s to a server's admin URL", redact(probe.url), probe.err, EnvURL)
 	}
-	return probe.url
+	return probe.url, nil
 }
 
 // NewDatabase creates an empty UTF8 database for t and drops it when t
 // ends; it returns the database's URL (the admin URL with its name).
 func NewDatabase(t testing.TB) string {
 	t.Helper()
-	admin := AdminURL(t)
-	name := "dsh_test_" + randomHex(6)
-	exec(t, admin, fmt.Sprintf("CREATE DATABASE %s TEMPLATE template0 ENCODING 'UTF8'", name))
+	url, drop, err := CreateDatabase(context.Background(), AdminURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		exec(t, admin, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
+		if err := drop(); err != nil {
+			t.Error(err)
+		}
 	})
-	return WithDatabase(t, admin, name)
+	return url
+}
+
+// CreateDatabase creates an empty UTF8 database on the server at admin and
+// returns its URL and the function that drops it, for callers without a
+// testing.TB (a testscript Setup).
+func CreateDatabase(ctx context.Context, admin string) (url string, drop func() error, err error) {
+	name := "dsh_test_" + randomHex(6)
+	if err := execSQL(ctx, admin, fmt.Sprintf("CREATE DATABASE %s TEMPLATE template0 ENCODING 'UTF8'", name)); err != nil {
+		return "", nil, err
+	}
+	drop = func() error {
+		return execSQL(context.Background(), admin, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
+	}
+	url, err = withDatabase(admin, name)
+	if err != nil {
+		drop()
+		return "", nil, err
+	}
+	return url, drop, nil
 }
 
 // WithDatabase returns rawURL pointing at database name instead.
 func WithDatabase(t testing.TB, rawURL, name string) string {
 	t.Helper()
+	u, err := withDatabase(rawURL, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func withDatabase(rawURL, name string) (string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		t.Fatalf("%s: %v", EnvURL, err)
+		return "", fmt.Errorf("%s: %v", EnvURL, err)
 	}
 	u.Path = "/" + name
-	return u.String()
+	return u.String(), nil
 }
 
 // NewReadOnlyRole creates a login role that may connect to the database at
@@ -121,16 +166,23 @@ func Exec(t testing.TB, rawURL, sql string) {
 
 func exec(t testing.TB, rawURL, sql string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	if err := execSQL(context.Background(), rawURL, sql); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func execSQL(ctx context.Context, rawURL, sql string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, rawURL)
 	if err != nil {
-		t.Fatalf("connect to %s: %v", redact(rawURL), err)
+		return fmt.Errorf("connect to %s: %v", redact(rawURL), err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
+		return fmt.Errorf("%s: %v", sql, err)
 	}
+	return nil
 }
 
 func randomHex(n int) string {
