@@ -61,7 +61,7 @@ func seedDamagedChildren(t *testing.T, db string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := projcache.NewCache(s.Querier(), reg).Put(ctx, poisoned, fold.AsOfSeq(), cp); err != nil {
+	if err := projcache.NewCache(s, reg).Put(ctx, poisoned, fold.AsOfSeq(), cp); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Querier().ExecContext(ctx, `UPDATE projection_checkpoints SET rows = '{"subagent":' WHERE session_id = 'poisoned'`); err != nil {

@@ -93,7 +93,7 @@ func (s *store) checkpoint(h session.Header, events []session.Event) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if err := projcache.NewCache(s.st.Querier(), reg).Put(s.ctx, h, f.AsOfSeq(), cp); err != nil {
+	if err := projcache.NewCache(s.st, reg).Put(s.ctx, h, f.AsOfSeq(), cp); err != nil {
 		s.t.Fatal(err)
 	}
 }

@@ -131,7 +131,7 @@ func newAuditor(ctx context.Context, view *sqlitepersist.Store, opts Options, em
 		emit:    emit,
 		lister:  lister,
 		corpus:  c,
-		cache:   projcache.NewCache(view.Querier(), lister.Units),
+		cache:   projcache.NewCache(view, lister.Units),
 		leases:  leases,
 		summary: newSummary(),
 	}, nil

@@ -18,7 +18,7 @@ const benchChildren = 10_000
 func benchCache(b *testing.B) (*projcache.Cache, []session.Header) {
 	b.Helper()
 	ctx := context.Background()
-	st, db := openDB(b)
+	st := openDB(b)
 	reg := projcache.NewRegistry()
 	if err := subagent.RegisterUnit(reg); err != nil {
 		b.Fatal(err)
@@ -31,7 +31,7 @@ func benchCache(b *testing.B) (*projcache.Cache, []session.Header) {
 	}
 	headers := make([]session.Header, benchChildren)
 	err = st.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
-		c := projcache.NewCache(tx.Querier(), reg)
+		c := projcache.NewCache(tx, reg)
 		for i := range headers {
 			h := childHeader(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i))
 			h.SeedLength = nil
@@ -45,7 +45,7 @@ func benchCache(b *testing.B) (*projcache.Cache, []session.Header) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return projcache.NewCache(db, reg), headers
+	return projcache.NewCache(st, reg), headers
 }
 
 // BenchmarkLookup10k reads the checkpoints of one parent's 10,000 children:

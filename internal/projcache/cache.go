@@ -2,39 +2,36 @@ package projcache
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
-// Querier is the part of a database handle the cache uses: *sql.DB, *sql.Tx,
-// or the store's Querier (inside its transactions), so a checkpoint can be
-// written in the same transaction as the events it covers.
-type Querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+// Records is where a cache's records live: a backend's checkpoint table
+// (or a transaction view of it, so a checkpoint is written in the same
+// transaction as the events it covers). The backend stores records whole;
+// what they mean is decided here.
+type Records interface {
+	backend.CheckpointReader
+	backend.CheckpointWriter
 }
 
-// Cache reads and writes checkpoint records in the projection_checkpoints
-// table (migration 0002).
+// Cache reads and writes checkpoint records through a backend.
 type Cache struct {
-	q   Querier
-	reg *Registry
-	now func() time.Time
+	store Records
+	reg   *Registry
 }
 
-// NewCache returns a cache over q whose records are read against the units
-// registered in reg.
-func NewCache(q Querier, reg *Registry) *Cache {
-	return &Cache{q: q, reg: reg, now: time.Now}
+// NewCache returns a cache over store whose records are read against the
+// units registered in reg.
+func NewCache(store Records, reg *Registry) *Cache {
+	return &Cache{store: store, reg: reg}
 }
 
 // Status is what a lookup found.
@@ -87,25 +84,8 @@ type record struct {
 	rows    string
 }
 
-const recordColumns = `session_id, version, created_at, cwd, parent_session, seed_length,
-	origin, delegation_depth, agent_preset, as_of_seq, rows`
-
-func scanRecord(scan func(dest ...any) error) (record, error) {
-	var (
-		r                           record
-		cwd, parent, origin, preset sql.NullString
-		seedLength, depth           sql.NullInt64
-		version, createdAt          int64
-	)
-	if err := scan(&r.id, &version, &createdAt, &cwd, &parent, &seedLength, &origin, &depth, &preset, &r.asOfSeq, &r.rows); err != nil {
-		return record{}, err
-	}
-	r.witness = witness{
-		version: version, createdAt: createdAt,
-		cwd: optString(cwd), parentSession: optString(parent), seedLength: optInt(seedLength),
-		origin: optString(origin), delegationDepth: optInt(depth), agentPreset: optString(preset),
-	}
-	return r, nil
+func recordOf(rec backend.CheckpointRecord) record {
+	return record{id: rec.Witness.ID, witness: witnessOf(rec.Witness), asOfSeq: rec.AsOfSeq, rows: string(rec.Rows)}
 }
 
 // Lookup returns the checkpoint cached for h's session, checked against h.
@@ -118,15 +98,11 @@ func (c *Cache) Lookup(ctx context.Context, h session.Header) (Lookup, error) {
 }
 
 func (c *Cache) record(ctx context.Context, id string) (record, bool, error) {
-	row := c.q.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM projection_checkpoints WHERE session_id = ?`, id)
-	r, err := scanRecord(row.Scan)
-	if errors.Is(err, sql.ErrNoRows) {
-		return record{}, false, nil
+	rec, found, err := c.store.Checkpoint(ctx, id)
+	if err != nil || !found {
+		return record{}, false, err
 	}
-	if err != nil {
-		return record{}, false, fmt.Errorf("read checkpoint of %s: %w", id, err)
-	}
-	return r, true, nil
+	return recordOf(rec), true, nil
 }
 
 // LookupMany is Lookup for many sessions (typically one parent's children)
@@ -161,7 +137,7 @@ func (c *Cache) LookupMany(ctx context.Context, headers []session.Header) (map[s
 		if n < parentRangeMin {
 			continue
 		}
-		if err := c.eachRecord(ctx, judge, `WHERE parent_session = ?`, parent); err != nil {
+		if err := c.store.ChildCheckpoints(ctx, parent, eachRecord(judge)); err != nil {
 			return nil, err
 		}
 	}
@@ -172,7 +148,7 @@ func (c *Cache) LookupMany(ctx context.Context, headers []session.Header) (map[s
 	for i, h := range rest {
 		ids[i] = h.ID
 	}
-	if err := c.eachRecord(ctx, judge, `WHERE session_id IN (SELECT value FROM json_each(?))`, jsjson.StringArray(ids)); err != nil {
+	if err := c.store.CheckpointsOf(ctx, ids, eachRecord(judge)); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -182,24 +158,12 @@ func (c *Cache) LookupMany(ctx context.Context, headers []session.Header) (map[s
 // parent's whole range of records cheaper than looking each one up.
 const parentRangeMin = 32
 
-// eachRecord calls fn for every record the WHERE clause selects.
-func (c *Cache) eachRecord(ctx context.Context, fn func(record), where string, args ...any) error {
-	rows, err := c.q.QueryContext(ctx, `SELECT `+recordColumns+` FROM projection_checkpoints `+where, args...)
-	if err != nil {
-		return fmt.Errorf("read checkpoints: %w", err)
+// eachRecord adapts fn to the backend's record callbacks.
+func eachRecord(fn func(record)) func(backend.CheckpointRecord) error {
+	return func(rec backend.CheckpointRecord) error {
+		fn(recordOf(rec))
+		return nil
 	}
-	defer rows.Close()
-	for rows.Next() {
-		r, err := scanRecord(rows.Scan)
-		if err != nil {
-			return fmt.Errorf("read checkpoints: %w", err)
-		}
-		fn(r)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read checkpoints: %w", err)
-	}
-	return nil
 }
 
 // judge applies the read rules to one record: witness, decoding, then per
@@ -232,54 +196,27 @@ func (c *Cache) Put(ctx context.Context, h session.Header, asOfSeq int64, cp Che
 	if err != nil {
 		return fmt.Errorf("write checkpoint of %s: %w", h.ID, err)
 	}
-	w := witnessOf(h)
-	_, err = c.q.ExecContext(ctx, `INSERT OR REPLACE INTO projection_checkpoints (`+recordColumns+`, is_seeded, written_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		h.ID, w.version, w.createdAt, w.cwd.sql(), w.parentSession.sql(), w.seedLength.sql(),
-		w.origin.sql(), w.delegationDepth.sql(), w.agentPreset.sql(), asOfSeq, string(rows),
-		w.seedLength.set, c.now().UnixMilli())
-	if err != nil {
-		return fmt.Errorf("write checkpoint of %s: %w", h.ID, err)
-	}
-	return nil
+	return c.store.PutCheckpoint(ctx, backend.CheckpointRecord{Witness: h, AsOfSeq: asOfSeq, Rows: rows})
 }
 
 // Delete removes id's record, if any.
 func (c *Cache) Delete(ctx context.Context, id string) error {
-	if _, err := c.q.ExecContext(ctx, `DELETE FROM projection_checkpoints WHERE session_id = ?`, id); err != nil {
-		return fmt.Errorf("delete checkpoint of %s: %w", id, err)
-	}
-	return nil
+	return c.store.DeleteCheckpoint(ctx, id)
 }
 
 // Clear removes every record and returns how many there were.
 func (c *Cache) Clear(ctx context.Context) (int64, error) {
-	res, err := c.q.ExecContext(ctx, `DELETE FROM projection_checkpoints`)
-	if err != nil {
-		return 0, fmt.Errorf("clear checkpoints: %w", err)
-	}
-	return res.RowsAffected()
+	return c.store.ClearCheckpoints(ctx)
 }
 
 // IDs lists the sessions that have a record, sorted.
 func (c *Cache) IDs(ctx context.Context) ([]string, error) {
-	rows, err := c.q.QueryContext(ctx, `SELECT session_id FROM projection_checkpoints ORDER BY session_id`)
-	if err != nil {
-		return nil, fmt.Errorf("list checkpoints: %w", err)
-	}
-	defer rows.Close()
 	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("list checkpoints: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list checkpoints: %w", err)
-	}
-	return ids, nil
+	err := c.store.EachCheckpoint(ctx, func(rec backend.CheckpointRecord) error {
+		ids = append(ids, rec.Witness.ID)
+		return nil
+	})
+	return ids, err
 }
 
 // encodeRows writes cp as {"<key>":{"ver":…,"seq":…,"val":…},…}, keys sorted

@@ -18,15 +18,15 @@ import (
 )
 
 // openDB opens a real dsh store (all migrations, 0002 included) in a temp
-// dir and returns it with the Querier the cache works through.
-func openDB(t testing.TB) (*sqlitepersist.Store, sqlitepersist.Querier) {
+// dir: the backend the cache keeps its records in.
+func openDB(t testing.TB) *sqlitepersist.Store {
 	t.Helper()
 	st, err := sqlitepersist.Open(context.Background(), filepath.Join(t.TempDir(), "dsh.db"), sqlitepersist.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return st, st.Querier()
+	return st
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -70,7 +70,7 @@ func folded(t *testing.T, reg *projcache.Registry, log []session.Event) (projcac
 
 func TestLookupHit(t *testing.T) {
 	ctx := context.Background()
-	_, db := openDB(t)
+	db := openDB(t)
 	reg := registry(t, countUnit{ver: 1})
 	c := projcache.NewCache(db, reg)
 	h := childHeader("c1")
@@ -100,7 +100,7 @@ func TestLookupHit(t *testing.T) {
 // another lifecycle's.
 func TestLookupForeign(t *testing.T) {
 	ctx := context.Background()
-	_, db := openDB(t)
+	db := openDB(t)
 	reg := registry(t)
 	c := projcache.NewCache(db, reg)
 	stored := childHeader("c1")
@@ -160,7 +160,7 @@ func TestLookupForeign(t *testing.T) {
 // rest of the record still serves.
 func TestLookupStateVersion(t *testing.T) {
 	ctx := context.Background()
-	_, db := openDB(t)
+	db := openDB(t)
 	h := childHeader("c1")
 	old := registry(t, countUnit{ver: 1})
 	cp, asOf := folded(t, old, events(descA, "turn/end"))
@@ -183,7 +183,7 @@ func TestLookupStateVersion(t *testing.T) {
 // error or a panic.
 func TestLookupPoisoned(t *testing.T) {
 	ctx := context.Background()
-	_, db := openDB(t)
+	db := openDB(t)
 	reg := registry(t)
 	c := projcache.NewCache(db, reg)
 	h := childHeader("c1")
@@ -199,7 +199,7 @@ func TestLookupPoisoned(t *testing.T) {
 		if err := c.Put(ctx, h, asOf, cp); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.ExecContext(ctx, `UPDATE projection_checkpoints SET rows = ? WHERE session_id = ?`, bad, h.ID); err != nil {
+		if _, err := db.Querier().ExecContext(ctx, `UPDATE projection_checkpoints SET rows = ? WHERE session_id = ?`, bad, h.ID); err != nil {
 			t.Fatal(err)
 		}
 		l, err := c.Lookup(ctx, h)
@@ -211,7 +211,7 @@ func TestLookupPoisoned(t *testing.T) {
 
 func TestPutReplacesWholeRecord(t *testing.T) {
 	ctx := context.Background()
-	_, db := openDB(t)
+	db := openDB(t)
 	reg := registry(t, countUnit{ver: 1})
 	c := projcache.NewCache(db, reg)
 	h := childHeader("c1")
@@ -230,7 +230,7 @@ func TestPutReplacesWholeRecord(t *testing.T) {
 	}
 	var n int
 	var rows string
-	if err := db.QueryRowContext(ctx, `SELECT count(*), max(rows) FROM projection_checkpoints`).Scan(&n, &rows); err != nil {
+	if err := db.Querier().QueryRowContext(ctx, `SELECT count(*), max(rows) FROM projection_checkpoints`).Scan(&n, &rows); err != nil {
 		t.Fatal(err)
 	}
 	if n != 1 || strings.Contains(rows, "count") {
@@ -249,7 +249,7 @@ func TestPutReplacesWholeRecord(t *testing.T) {
 // the watermark, or a state that is not JSON, is never written.
 func TestPutRefuses(t *testing.T) {
 	ctx := context.Background()
-	_, db := openDB(t)
+	db := openDB(t)
 	c := projcache.NewCache(db, registry(t))
 	h := childHeader("c1")
 	for name, cp := range map[string]projcache.Checkpoint{
@@ -277,7 +277,7 @@ func putOneShot(t *testing.T, c *projcache.Cache, reg *projcache.Registry, h ses
 
 func TestLookupMany(t *testing.T) {
 	ctx := context.Background()
-	_, db := openDB(t)
+	db := openDB(t)
 	reg := registry(t)
 	c := projcache.NewCache(db, reg)
 	var headers []session.Header
@@ -290,7 +290,7 @@ func TestLookupMany(t *testing.T) {
 		}
 		putOneShot(t, c, reg, h, i)
 	}
-	if _, err := db.ExecContext(ctx, `UPDATE projection_checkpoints SET rows = 'x' WHERE session_id = 'child-2'`); err != nil {
+	if _, err := db.Querier().ExecContext(ctx, `UPDATE projection_checkpoints SET rows = 'x' WHERE session_id = 'child-2'`); err != nil {
 		t.Fatal(err)
 	}
 	headers[3].CreatedAt++ // another lifecycle than the record's
@@ -323,7 +323,7 @@ func TestLookupMany(t *testing.T) {
 
 func TestDeleteClearIDs(t *testing.T) {
 	ctx := context.Background()
-	_, db := openDB(t)
+	db := openDB(t)
 	reg := registry(t)
 	c := projcache.NewCache(db, reg)
 	cp, asOf := folded(t, reg, events(descA))
@@ -362,7 +362,8 @@ var maintenanceIDs = []string{"c-ok", "c-bad", "c-stale", "c-poison", "c-foreign
 func maintenanceCorpus(t *testing.T) maintenance {
 	t.Helper()
 	ctx := context.Background()
-	st, db := openDB(t)
+	db := openDB(t)
+	st := db
 	reg := registry(t, countUnit{ver: 1})
 	c := projcache.NewCache(db, reg)
 	m := maintenance{store: st, path: st.Path(), headers: map[string]session.Header{}}
@@ -391,7 +392,7 @@ func maintenanceCorpus(t *testing.T) maintenance {
 		"c-stale":  `{"count":{"ver":0,"seq":2,"val":3},"subagent":{"ver":2,"seq":2,"val":{"identity":{"mode":"continuable","label":"a","seq":1}}}}`,
 		"c-poison": `{"subagent":{"ver":2,`,
 	} {
-		if _, err := db.ExecContext(ctx, `UPDATE projection_checkpoints SET rows = ? WHERE session_id = ?`, rows, id); err != nil {
+		if _, err := db.Querier().ExecContext(ctx, `UPDATE projection_checkpoints SET rows = ? WHERE session_id = ?`, rows, id); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -400,7 +401,7 @@ func maintenanceCorpus(t *testing.T) maintenance {
 
 // cache opens the cache of a store with the maintenance units registered.
 func (m maintenance) cache(t *testing.T, st *sqlitepersist.Store) *projcache.Cache {
-	return projcache.NewCache(st.Querier(), registry(t, countUnit{ver: 1}))
+	return projcache.NewCache(st, registry(t, countUnit{ver: 1}))
 }
 
 // storeReader is the adapter a caller writes: the store's full read, with
@@ -575,7 +576,7 @@ func TestRebuild(t *testing.T) {
 // the record keeps every other unit's row, so a reader refolds that unit.
 func TestRebuildUnitFailure(t *testing.T) {
 	ctx := context.Background()
-	_, db := openDB(t)
+	db := openDB(t)
 	c := projcache.NewCache(db, registry(t, trapUnit{}))
 	h := childHeader("c1")
 	store := memStore{"c1": {h, events(descA, "x/fail")}}
@@ -594,7 +595,7 @@ func TestRebuildUnitFailure(t *testing.T) {
 
 func TestRebuildUnreadableLogRemovesRecord(t *testing.T) {
 	ctx := context.Background()
-	_, db := openDB(t)
+	db := openDB(t)
 	reg := registry(t)
 	c := projcache.NewCache(db, reg)
 	h := childHeader("c1")
@@ -625,7 +626,7 @@ func TestRebuildUnreadableLogRemovesRecord(t *testing.T) {
 // foreign, LookupMany leaves it a miss — for a reader both mean "fold").
 func TestLookupManyByParentRange(t *testing.T) {
 	ctx := context.Background()
-	_, db := openDB(t)
+	db := openDB(t)
 	reg := registry(t)
 	c := projcache.NewCache(db, reg)
 	var headers []session.Header
@@ -642,7 +643,7 @@ func TestLookupManyByParentRange(t *testing.T) {
 		}
 		putOneShot(t, c, reg, written, i)
 	}
-	if _, err := db.ExecContext(ctx, `UPDATE projection_checkpoints SET rows = 'x' WHERE session_id = 'child-02'`); err != nil {
+	if _, err := db.Querier().ExecContext(ctx, `UPDATE projection_checkpoints SET rows = 'x' WHERE session_id = 'child-02'`); err != nil {
 		t.Fatal(err)
 	}
 	got, err := c.LookupMany(ctx, headers)

@@ -43,22 +43,10 @@ type Stats struct {
 // each record's witness with the session's stored header.
 func (c *Cache) Stats(ctx context.Context, headerOf HeaderFunc) (Stats, error) {
 	st := Stats{Units: map[string]map[int]int{}}
-	rows, err := c.q.QueryContext(ctx, `SELECT `+recordColumns+` FROM projection_checkpoints ORDER BY session_id`)
-	if err != nil {
-		return Stats{}, fmt.Errorf("read checkpoints: %w", err)
-	}
 	var recs []record
-	for rows.Next() {
-		r, err := scanRecord(rows.Scan)
-		if err != nil {
-			rows.Close()
-			return Stats{}, fmt.Errorf("read checkpoints: %w", err)
-		}
-		recs = append(recs, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return Stats{}, fmt.Errorf("read checkpoints: %w", err)
+	err := c.store.EachCheckpoint(ctx, eachRecord(func(r record) { recs = append(recs, r) }))
+	if err != nil {
+		return Stats{}, err
 	}
 	keys := c.reg.Keys()
 	for _, r := range recs {

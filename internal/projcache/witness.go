@@ -1,10 +1,6 @@
 package projcache
 
-import (
-	"database/sql"
-
-	"github.com/dsh-project/dsh/internal/session"
-)
+import "github.com/dsh-project/dsh/internal/session"
 
 // witness is the header identity a checkpoint was folded from. A record is
 // served only for a header with the same witness: a recreated id, a re-import
@@ -32,12 +28,6 @@ type nullInt struct {
 	set bool
 	val int64
 }
-
-func optString(s sql.NullString) nullString { return nullString{set: s.Valid, val: s.String} }
-func optInt(n sql.NullInt64) nullInt        { return nullInt{set: n.Valid, val: n.Int64} }
-
-func (s nullString) sql() sql.NullString { return sql.NullString{Valid: s.set, String: s.val} }
-func (n nullInt) sql() sql.NullInt64     { return sql.NullInt64{Valid: n.set, Int64: n.val} }
 
 func strPtr(p *string) nullString {
 	if p == nil {

@@ -1,6 +1,7 @@
 // Package sqlitepersist is dsh's durable session store: one SQLite file holding
-// session headers and their append-only DSH event logs (and, through Querier,
-// the tables other packages own in the same file).
+// session headers, their append-only DSH event logs, leases and projection
+// checkpoint records. It implements the whole backend contract
+// (backend.Backend) and is the only package that speaks dsh's SQLite schema.
 //
 // Every write path validates what it writes the way DSH validates a log it
 // restores, so a log written by dsh is always loadable by DSH's rules. Reads
@@ -55,8 +56,9 @@ func (o Options) busyTimeoutMillis() (int64, error) {
 	return d.Milliseconds(), nil
 }
 
-// Querier is what a package owning its own tables in the store's file needs:
-// *sql.DB outside a transaction, the *sql.Tx inside ReadSnapshot or WriteTx.
+// Querier runs SQL on the store's file: *sql.DB outside a transaction, the
+// *sql.Tx inside ReadSnapshot or WriteTx. Outside this package only tests
+// (and the corpus generator's deliberate damage) use it.
 type Querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)

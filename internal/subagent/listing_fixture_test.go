@@ -166,7 +166,7 @@ func (c *catalog) checkpoint(h session.Header, events []session.Event) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	if err := projcache.NewCache(c.st.Querier(), reg).Put(c.ctx, h, f.AsOfSeq(), cp); err != nil {
+	if err := projcache.NewCache(c.st, reg).Put(c.ctx, h, f.AsOfSeq(), cp); err != nil {
 		c.t.Fatal(err)
 	}
 }
@@ -174,7 +174,7 @@ func (c *catalog) checkpoint(h session.Header, events []session.Event) {
 // putCheckpoint writes a checkpoint record for h holding exactly rows.
 func (c *catalog) putCheckpoint(h session.Header, asOfSeq int64, rows projcache.Checkpoint) {
 	c.t.Helper()
-	if err := projcache.NewCache(c.st.Querier(), NewRegistry()).Put(c.ctx, h, asOfSeq, rows); err != nil {
+	if err := projcache.NewCache(c.st, NewRegistry()).Put(c.ctx, h, asOfSeq, rows); err != nil {
 		c.t.Fatal(err)
 	}
 }

@@ -103,7 +103,7 @@ func importOracle(t *testing.T, open func(context.Context) (dshformat.Source, er
 		t.Fatal(err)
 	}
 	reg := subagent.NewRegistry()
-	cache := projcache.NewCache(st.Querier(), reg)
+	cache := projcache.NewCache(st, reg)
 	for _, h := range headers {
 		s, err := src.Read(ctx, h.ID)
 		if err != nil {

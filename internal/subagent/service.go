@@ -32,7 +32,7 @@ func NewStoreLister(store *sqlitepersist.Store, live corpus.LiveSource, coldConc
 		Headers:         store,
 		Live:            live,
 		Cold:            storeColdReader{store},
-		Cache:           CacheIdentities{projcache.NewCache(store.Querier(), reg)},
+		Cache:           CacheIdentities{projcache.NewCache(store, reg)},
 		Units:           reg,
 		ColdConcurrency: coldConcurrency,
 		Snapshot: func(ctx context.Context, headers corpus.HeaderSource, live corpus.LiveSource, fn func(corpus.HeaderSource, corpus.LiveSource) error) error {
@@ -128,7 +128,7 @@ func StoreCheckpoints(store *sqlitepersist.Store) Checkpoints {
 		return err
 	}
 	return Checkpoints{
-		Cache: projcache.NewCache(store.Querier(), NewRegistry()),
+		Cache: projcache.NewCache(store, NewRegistry()),
 		Read: func(ctx context.Context, id string) (session.Header, []session.Event, error) {
 			in, err := store.Inspect(ctx, id)
 			if err != nil {

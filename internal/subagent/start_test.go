@@ -281,7 +281,7 @@ func jsonString(s string) string {
 // asOfSeq (written at turn/end and release).
 func (e *runtimeEnv) expectCheckpoint(h session.Header, asOfSeq int64) {
 	e.t.Helper()
-	found, err := projcache.NewCache(e.st.Querier(), NewRegistry()).Lookup(e.ctx, h)
+	found, err := projcache.NewCache(e.st, NewRegistry()).Lookup(e.ctx, h)
 	if err != nil {
 		e.t.Fatal(err)
 	}

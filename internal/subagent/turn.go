@@ -130,7 +130,7 @@ func (w *childWriter) committed() {
 
 func (w *childWriter) checkpoint(ctx context.Context, tx *sqlitepersist.Store) bool {
 	cp, _ := w.fold.Checkpoint() // a failed unit has no row; its failure is published
-	if err := projcache.NewCache(tx.Querier(), w.reg).Put(ctx, w.header, w.fold.AsOfSeq(), cp); err != nil {
+	if err := projcache.NewCache(tx, w.reg).Put(ctx, w.header, w.fold.AsOfSeq(), cp); err != nil {
 		w.checkpointErr = err
 		return false
 	}

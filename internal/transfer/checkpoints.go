@@ -20,7 +20,7 @@ import (
 // the highest row seq. A record with a row dsh cannot store (a state that is
 // not JSON) is left out. It returns the number of checkpoints written.
 func SeedCheckpoints(ctx context.Context, dst *sqlitepersist.Store, file *dshformat.ProjcacheFile) (int, error) {
-	cache := projcache.NewCache(dst.Querier(), subagent.NewRegistry())
+	cache := projcache.NewCache(dst, subagent.NewRegistry())
 	written := 0
 	for _, id := range file.IDs() {
 		h, err := dst.Header(ctx, id)

@@ -338,7 +338,7 @@ func (w *importer) checkpoint(ctx context.Context, tx *sqlitepersist.Store, s *d
 		// a listing reads the log and reports the failure.
 		return nil
 	}
-	if err := projcache.NewCache(tx.Querier(), w.units).Put(ctx, s.Header, fold.AsOfSeq(), cp); err != nil {
+	if err := projcache.NewCache(tx, w.units).Put(ctx, s.Header, fold.AsOfSeq(), cp); err != nil {
 		return err
 	}
 	r.Checkpointed = true

@@ -237,7 +237,7 @@ func (g *generator) flush(ctx context.Context) error {
 	}
 	written := 0
 	err := g.st.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
-		cache := projcache.NewCache(tx.Querier(), g.reg)
+		cache := projcache.NewCache(tx, g.reg)
 		for _, p := range g.pending {
 			if err := g.write(ctx, tx, cache, p); err != nil {
 				return err
