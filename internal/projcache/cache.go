@@ -9,29 +9,35 @@ import (
 	"strconv"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
-// Records is where a cache's records live: a backend's checkpoint table
-// (or a transaction view of it, so a checkpoint is written in the same
+// Cache reads and writes checkpoint records through a backend (or a
+// transaction view of one, so a checkpoint is written in the same
 // transaction as the events it covers). The backend stores records whole;
 // what they mean is decided here.
-type Records interface {
-	backend.CheckpointReader
-	backend.CheckpointWriter
-}
-
-// Cache reads and writes checkpoint records through a backend.
 type Cache struct {
-	store Records
+	store backend.CheckpointReader
 	reg   *Registry
 }
 
-// NewCache returns a cache over store whose records are read against the
-// units registered in reg.
-func NewCache(store Records, reg *Registry) *Cache {
+// NewCache returns a cache over the records of store, read against the
+// units registered in reg. Writes (Put, Delete, Clear, Rebuild) need a
+// store that is also a backend.CheckpointWriter; on a read-only corpus
+// they fail.
+func NewCache(store backend.CheckpointReader, reg *Registry) *Cache {
 	return &Cache{store: store, reg: reg}
+}
+
+// writer is the store's write side.
+func (c *Cache) writer() (backend.CheckpointWriter, error) {
+	w, ok := c.store.(backend.CheckpointWriter)
+	if !ok {
+		return nil, dsherr.New(dsherr.StoreError, "the checkpoint records of this corpus are read-only")
+	}
+	return w, nil
 }
 
 // Status is what a lookup found.
@@ -196,17 +202,29 @@ func (c *Cache) Put(ctx context.Context, h session.Header, asOfSeq int64, cp Che
 	if err != nil {
 		return fmt.Errorf("write checkpoint of %s: %w", h.ID, err)
 	}
-	return c.store.PutCheckpoint(ctx, backend.CheckpointRecord{Witness: h, AsOfSeq: asOfSeq, Rows: rows})
+	w, err := c.writer()
+	if err != nil {
+		return err
+	}
+	return w.PutCheckpoint(ctx, backend.CheckpointRecord{Witness: h, AsOfSeq: asOfSeq, Rows: rows})
 }
 
 // Delete removes id's record, if any.
 func (c *Cache) Delete(ctx context.Context, id string) error {
-	return c.store.DeleteCheckpoint(ctx, id)
+	w, err := c.writer()
+	if err != nil {
+		return err
+	}
+	return w.DeleteCheckpoint(ctx, id)
 }
 
 // Clear removes every record and returns how many there were.
 func (c *Cache) Clear(ctx context.Context) (int64, error) {
-	return c.store.ClearCheckpoints(ctx)
+	w, err := c.writer()
+	if err != nil {
+		return 0, err
+	}
+	return w.ClearCheckpoints(ctx)
 }
 
 // IDs lists the sessions that have a record, sorted.

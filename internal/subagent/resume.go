@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 // ResumeRequest is DSH's send_message to a settled child: a cold resume
@@ -72,7 +72,7 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (*TurnResult, 
 		heartbeat: beat,
 	}
 	var w *childWriter
-	err = rt.Store.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+	err = rt.Store.Update(ctx, func(tx backend.Store) error {
 		var err error
 		if res.TookOver, err = tx.AcquireLease(ctx, req.Child, holder); err != nil {
 			logLease(ctx, "refused", req.Child, holder.ID, err)
@@ -109,7 +109,7 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (*TurnResult, 
 // on behalf of parent: it returns the descriptor a resume rebuilds the child
 // from, or the error Resume refuses with. It reads and writes nothing, so
 // diagnose asks it whether a child the catalog shows would be resumed.
-func CheckResume(child, parent string, in *sqlitepersist.Inspection, inspectErr error) (*Descriptor, error) {
+func CheckResume(child, parent string, in *backend.Inspection, inspectErr error) (*Descriptor, error) {
 	if inspectErr != nil {
 		return nil, &dsherr.Error{Code: dsherr.NotResumable, Msg: fmt.Sprintf("subagent %q is unavailable", child), Err: inspectErr}
 	}

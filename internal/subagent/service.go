@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 // NewRegistry returns the projection registry dsh folds: the `subagent`
@@ -23,43 +23,101 @@ func NewRegistry() *projcache.Registry {
 	return reg
 }
 
-// NewStoreLister returns a Lister over a dsh store: headers and cold reads
-// from the store, rung 2 from the store's checkpoint cache, live records from
-// live (nil when nothing can be live).
-func NewStoreLister(store *sqlitepersist.Store, live corpus.LiveSource, coldConcurrency int) *Lister {
-	reg := NewRegistry()
+// ListingReader is what a listing reads from a corpus: the children of a
+// parent and hasChildren from the headers, and a cold child's log. A dsh
+// store and a foreign DSH corpus read in place both offer it.
+type ListingReader interface {
+	backend.ChildrenReader
+	backend.LogReader
+}
+
+// ListingStore is a backend a listing reads with its checkpoint cache, in
+// one consistent snapshot.
+type ListingStore interface {
+	ListingReader
+	backend.CheckpointReader
+	backend.Transactor
+}
+
+// VerifiedBatchReader is a backend that can read, in one go, the requested
+// event types of the logs it has recorded as verified (leaving the others
+// out of the result), with the verdict Inspect would give.
+type VerifiedBatchReader interface {
+	InspectVerifiedTypes(ctx context.Context, ids []string, types []string) (map[string]*backend.Inspection, error)
+}
+
+// NewLister returns a Lister over any corpus: headers and cold reads from
+// r, live records from live (nil when nothing can be live), rung 2 from
+// cache (nil: none).
+func NewLister(r ListingReader, live corpus.LiveSource, cache IdentityCache, coldConcurrency int) *Lister {
+	var cold ColdReader = logColdReader{r}
+	if b, ok := r.(VerifiedBatchReader); ok {
+		cold = batchColdReader{logColdReader{r}, b}
+	}
 	return &Lister{
-		Headers:         store,
+		Headers:         r,
 		Live:            live,
-		Cold:            storeColdReader{store},
-		Cache:           CacheIdentities{projcache.NewCache(store, reg)},
-		Units:           reg,
+		Cold:            cold,
+		Cache:           cache,
+		Units:           NewRegistry(),
 		ColdConcurrency: coldConcurrency,
-		Snapshot: func(ctx context.Context, headers corpus.HeaderSource, live corpus.LiveSource, fn func(corpus.HeaderSource, corpus.LiveSource) error) error {
-			return store.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
-				// Bind this store's own headers and leases to the read;
-				// any other source is used as it is.
-				if h, ok := headers.(*sqlitepersist.Store); ok && h == store {
-					headers = view
-				}
-				if l, ok := live.(*sqlitepersist.Store); ok && l == store {
-					live = view
-				}
-				return fn(headers, live)
-			})
-		},
 	}
 }
 
-// storeColdReader reads cold children through the store's read-only
-// Inspect; InspectTypes gives the same verdict as a full read while reading
-// only the requested event types of a log the store has verified.
-type storeColdReader struct{ store *sqlitepersist.Store }
+// NewStoreLister returns a Lister over a backend: NewLister with rung 2 from
+// the backend's checkpoint cache and the enumeration bound to one snapshot
+// (live is typically the backend itself).
+func NewStoreLister(store ListingStore, live corpus.LiveSource, coldConcurrency int) *Lister {
+	l := NewLister(store, live, nil, coldConcurrency)
+	l.Cache = CacheIdentities{projcache.NewCache(store, l.Units)}
+	l.Snapshot = func(ctx context.Context, headers corpus.HeaderSource, live corpus.LiveSource, fn func(corpus.HeaderSource, corpus.LiveSource) error) error {
+		return store.View(ctx, func(view backend.Store) error {
+			// Bind this store's own headers and leases to the read; any
+			// other source is used as it is.
+			if h, ok := headers.(ListingStore); ok && h == store {
+				headers = view
+			}
+			if l, ok := live.(ListingStore); ok && l == store {
+				live = view
+			}
+			return fn(headers, live)
+		})
+	}
+	return l
+}
 
-// ColdReadMany reads every log the store has verified in one snapshot; the
-// others are left to ColdRead.
-func (r storeColdReader) ColdReadMany(ctx context.Context, ids []string, types []string) (map[string]ColdLog, error) {
-	ins, err := r.store.InspectVerifiedTypes(ctx, ids, types)
+// logColdReader reads cold children through a corpus's read-only Inspect;
+// InspectTypes gives the same verdict as a full read while keeping only
+// the requested event types.
+type logColdReader struct{ r backend.LogReader }
+
+func (c logColdReader) ColdRead(ctx context.Context, id string, types []string) (session.Header, []session.Event, error) {
+	var (
+		in  *backend.Inspection
+		err error
+	)
+	if types == nil {
+		in, err = c.r.Inspect(ctx, id)
+	} else {
+		in, err = c.r.InspectTypes(ctx, id, types...)
+	}
+	if err != nil {
+		return session.Header{}, nil, err
+	}
+	return in.Header, in.Events, nil
+}
+
+// batchColdReader is a logColdReader that reads every verified log of a
+// batch in one go.
+type batchColdReader struct {
+	logColdReader
+	batch VerifiedBatchReader
+}
+
+// ColdReadMany implements BatchColdReader; logs the backend has not
+// verified are left to ColdRead.
+func (c batchColdReader) ColdReadMany(ctx context.Context, ids []string, types []string) (map[string]ColdLog, error) {
+	ins, err := c.batch.InspectVerifiedTypes(ctx, ids, types)
 	if err != nil {
 		return nil, err
 	}
@@ -68,22 +126,6 @@ func (r storeColdReader) ColdReadMany(ctx context.Context, ids []string, types [
 		out[id] = ColdLog{Header: in.Header, Events: in.Events}
 	}
 	return out, nil
-}
-
-func (r storeColdReader) ColdRead(ctx context.Context, id string, types []string) (session.Header, []session.Event, error) {
-	var (
-		in  *sqlitepersist.Inspection
-		err error
-	)
-	if types == nil {
-		in, err = r.store.Inspect(ctx, id)
-	} else {
-		in, err = r.store.InspectTypes(ctx, id, types...)
-	}
-	if err != nil {
-		return session.Header{}, nil, err
-	}
-	return in.Header, in.Events, nil
 }
 
 // CacheIdentities serves rung 2 from dsh's checkpoint cache: the `subagent`
@@ -117,12 +159,20 @@ type Checkpoints struct {
 	Header projcache.HeaderFunc
 }
 
+// CheckpointStore is a backend whose checkpoint cache dsh maintains.
+type CheckpointStore interface {
+	backend.HeaderReader
+	backend.LogReader
+	backend.CheckpointReader
+	backend.CheckpointWriter
+}
+
 // StoreCheckpoints returns the checkpoint cache of store, folded with dsh's
 // registry. Reads go through the store's read-only Inspect (the valid
 // stored prefix), and an unknown session is reported as gone.
-func StoreCheckpoints(store *sqlitepersist.Store) Checkpoints {
+func StoreCheckpoints(store CheckpointStore) Checkpoints {
 	gone := func(err error) error {
-		if errors.Is(err, sqlitepersist.ErrNotFound) {
+		if errors.Is(err, backend.ErrNotFound) {
 			return fmt.Errorf("%w: %w", projcache.ErrSessionGone, err)
 		}
 		return err

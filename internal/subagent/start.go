@@ -8,10 +8,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 // Lease timing defaults: a running turn renews its lease every second and a
@@ -30,10 +30,10 @@ const (
 
 // Runtime starts and resumes subagent children in a dsh store, offline,
 // with DSH's checks, in DSH's order, writing DSH's event layout. A running
-// turn holds the child's lease (see sqlitepersist.AcquireLease), which makes
-// it `running` to listings in other processes and exclusive to writers.
+// turn holds the child's lease (see backend.Leaser), which makes it
+// `running` to listings in other processes and exclusive to writers.
 type Runtime struct {
-	Store *sqlitepersist.Store
+	Store RuntimeStore
 	// LeaseTTL and Heartbeat time the lease of a running turn: it is
 	// renewed every Heartbeat and lapses LeaseTTL after the last renewal.
 	// Zero values take the defaults; Heartbeat must be below LeaseTTL.
@@ -42,11 +42,22 @@ type Runtime struct {
 	// Checkpoints is the projection cache's write policy for the child.
 	Checkpoints projcache.WritePolicy
 	// Now is the clock recorded in headers and events (nil: time.Now).
-	// Leases always use the wall clock: they are compared across processes.
+	// Leases are judged by the store's clock, never by this one.
 	Now func() time.Time
 	// NewID returns a fresh child or message id (nil: a random lowercase
 	// UUID v4, as DSH's crypto.randomUUID).
 	NewID func() string
+}
+
+// RuntimeStore is what the runtime needs of a backend: headers and logs to
+// check a start or resume against, lease renewal between writes, and
+// transactions in which a child is created, loaded, appended to, leased and
+// checkpointed together.
+type RuntimeStore interface {
+	backend.HeaderReader
+	backend.LogReader
+	backend.Leaser
+	backend.Transactor
 }
 
 func (rt *Runtime) now() time.Time {
@@ -64,7 +75,7 @@ func (rt *Runtime) newID() string {
 }
 
 // holder is a fresh lease holder for this process with the runtime's TTL.
-func (rt *Runtime) holder() (sqlitepersist.LeaseHolder, time.Duration, error) {
+func (rt *Runtime) holder() (backend.LeaseHolder, time.Duration, error) {
 	ttl, beat := rt.LeaseTTL, rt.Heartbeat
 	if ttl == 0 {
 		ttl = DefaultLeaseTTL
@@ -73,10 +84,10 @@ func (rt *Runtime) holder() (sqlitepersist.LeaseHolder, time.Duration, error) {
 		beat = DefaultHeartbeat
 	}
 	if ttl < 0 || beat < 0 || beat >= ttl {
-		return sqlitepersist.LeaseHolder{}, 0, dsherr.New(dsherr.InvalidInput,
+		return backend.LeaseHolder{}, 0, dsherr.New(dsherr.InvalidInput,
 			"lease heartbeat (%s) must be positive and below the lease TTL (%s)", beat, ttl)
 	}
-	return sqlitepersist.NewLeaseHolder(ttl), beat, nil
+	return backend.NewLeaseHolder(ttl), beat, nil
 }
 
 // TurnResult is what a start or resume did.
@@ -89,11 +100,11 @@ type TurnResult struct {
 	Outcome   TurnOutcome
 	// TookOver is the expired lease of a crashed holder that this turn
 	// replaced (resume only), nil when the child was free.
-	TookOver *sqlitepersist.Lease
+	TookOver *backend.Lease
 	// Torn and Closers are what the repairing load did before a resumed
 	// turn: the torn tail it dropped, the events that closed an
 	// interrupted turn.
-	Torn    *sqlitepersist.TornTail
+	Torn    *backend.TornTail
 	Closers []session.Event
 	// Warnings are failures that did not stop the turn: a checkpoint that
 	// could not be written (the cache is derived data).
@@ -126,7 +137,7 @@ type StartRequest struct {
 type startPlan struct {
 	header session.Header
 	seed   []session.Event
-	holder sqlitepersist.LeaseHolder
+	holder backend.LeaseHolder
 	turn   turnSpec
 }
 
@@ -182,7 +193,7 @@ func (rt *Runtime) planStart(ctx context.Context, req StartRequest) (*startPlan,
 	}
 
 	parent, err := rt.Store.Header(ctx, req.Parent)
-	if errors.Is(err, sqlitepersist.ErrNotFound) {
+	if errors.Is(err, backend.ErrNotFound) {
 		return nil, &dsherr.Error{Code: dsherr.NotFound, Msg: fmt.Sprintf("parent session %q not found", req.Parent), Err: err}
 	}
 	if err != nil {
@@ -194,7 +205,7 @@ func (rt *Runtime) planStart(ctx context.Context, req StartRequest) (*startPlan,
 	}
 	if _, err := rt.Store.Header(ctx, id); err == nil {
 		return nil, duplicateChild(id, nil)
-	} else if !errors.Is(err, sqlitepersist.ErrNotFound) {
+	} else if !errors.Is(err, backend.ErrNotFound) {
 		return nil, err
 	}
 	depth := max(parent.Depth(), 0) + 1
@@ -285,9 +296,9 @@ func (rt *Runtime) begin(ctx context.Context, plan *startPlan) (*childWriter, er
 	w := rt.newChildWriter(plan.holder, plan.header, plan.seed)
 	w.add(session.TypeApproval, policyData)
 	w.openTurn(plan.turn)
-	err := rt.Store.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+	err := rt.Store.Update(ctx, func(tx backend.Store) error {
 		if err := tx.CreateSession(ctx, plan.header, plan.seed); err != nil {
-			if errors.Is(err, sqlitepersist.ErrDuplicate) {
+			if errors.Is(err, backend.ErrDuplicate) {
 				return duplicateChild(plan.header.ID, err)
 			}
 			return err

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 // Turn outcomes: the kind of the reason a turn/end records.
@@ -40,8 +40,8 @@ type TurnOutcome struct {
 // write policy, in that transaction too. A turn takes two transactions: the
 // lease with the first batch, and the closing batch with the release.
 type childWriter struct {
-	store  *sqlitepersist.Store
-	holder sqlitepersist.LeaseHolder
+	store  RuntimeStore
+	holder backend.LeaseHolder
 	header session.Header
 	now    func() time.Time
 	newID  func() string
@@ -59,7 +59,7 @@ type childWriter struct {
 	pending []session.Event
 }
 
-func (rt *Runtime) newChildWriter(holder sqlitepersist.LeaseHolder, h session.Header, existing []session.Event) *childWriter {
+func (rt *Runtime) newChildWriter(holder backend.LeaseHolder, h session.Header, existing []session.Event) *childWriter {
 	reg := NewRegistry()
 	w := &childWriter{
 		store: rt.Store, holder: holder, header: h, now: rt.now, newID: rt.newID,
@@ -88,9 +88,9 @@ func (w *childWriter) addSurface(typ string, data []byte) {
 
 // snapshot is what the holder publishes: the `subagent` view as of the last
 // folded event, or the failure of any unit (which lists the child corrupt).
-func (w *childWriter) snapshot() sqlitepersist.LiveSnapshot {
+func (w *childWriter) snapshot() backend.LiveSnapshot {
 	snap, err := w.fold.Snapshot()
-	out := sqlitepersist.LiveSnapshot{Subagent: snap.Values[UnitKey], AsOfSeq: snap.AsOfSeq}
+	out := backend.LiveSnapshot{Subagent: snap.Values[UnitKey], AsOfSeq: snap.AsOfSeq}
 	if out.Subagent == nil {
 		out.Subagent = json.RawMessage(`null`)
 	}
@@ -104,7 +104,7 @@ func (w *childWriter) snapshot() sqlitepersist.LiveSnapshot {
 // lease: it renews the lease with the snapshot covering them, appends them
 // and checkpoints when the write policy asks. Call committed once tx has
 // committed.
-func (w *childWriter) writePending(ctx context.Context, tx *sqlitepersist.Store) error {
+func (w *childWriter) writePending(ctx context.Context, tx backend.Store) error {
 	w.fold.Apply(w.pending...)
 	snap := w.snapshot()
 	if err := tx.HeartbeatLease(ctx, w.header.ID, w.holder, &snap); err != nil {
@@ -128,7 +128,7 @@ func (w *childWriter) committed() {
 	w.pending = nil
 }
 
-func (w *childWriter) checkpoint(ctx context.Context, tx *sqlitepersist.Store) bool {
+func (w *childWriter) checkpoint(ctx context.Context, tx backend.Store) bool {
 	cp, _ := w.fold.Checkpoint() // a failed unit has no row; its failure is published
 	if err := projcache.NewCache(tx, w.reg).Put(ctx, w.header, w.fold.AsOfSeq(), cp); err != nil {
 		w.checkpointErr = err
@@ -140,7 +140,7 @@ func (w *childWriter) checkpoint(ctx context.Context, tx *sqlitepersist.Store) b
 // finish writes the queued closing batch, the mandatory release checkpoint
 // and the lease's release in one transaction.
 func (w *childWriter) finish(ctx context.Context) error {
-	err := w.store.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+	err := w.store.Update(ctx, func(tx backend.Store) error {
 		if len(w.pending) > 0 {
 			if err := w.writePending(ctx, tx); err != nil {
 				return err
@@ -179,7 +179,7 @@ func (w *childWriter) keepAlive(ctx context.Context, every time.Duration, lost c
 			case <-tick.C:
 				err := w.store.HeartbeatLease(ctx, w.header.ID, w.holder, nil)
 				logLease(ctx, "renewed", w.header.ID, w.holder.ID, err)
-				if errors.Is(err, sqlitepersist.ErrLeaseLost) {
+				if errors.Is(err, backend.ErrLeaseLost) {
 					lost(err)
 					return
 				}
@@ -265,7 +265,7 @@ func (w *childWriter) runProvider(ctx context.Context, t turnSpec) (TurnOutcome,
 	stop()
 	cause := context.Cause(runCtx)
 	switch {
-	case errors.Is(cause, sqlitepersist.ErrLeaseLost):
+	case errors.Is(cause, backend.ErrLeaseLost):
 		return TurnOutcome{}, fmt.Errorf("turn %d of %s stopped: %w", t.turn, w.header.ID, cause)
 	case ctx.Err() != nil:
 		return TurnOutcome{Kind: OutcomeAborted}, nil
