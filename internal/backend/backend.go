@@ -49,12 +49,25 @@ type ChildrenReader interface {
 	SubagentParents(ctx context.Context, ids []string) (map[string]bool, error)
 }
 
-// SessionLister streams every session of a corpus.
+// SessionLister streams every session of a corpus. Memory use must not
+// grow with the number of sessions; an error from fn stops a walk and is
+// returned as is.
 type SessionLister interface {
 	// ListHeaders calls fn for every stored header, one at a time, in a
-	// stable order (the store's insertion order). Memory use must not grow
-	// with the number of sessions. An error from fn stops the walk.
+	// stable order (the store's insertion order).
 	ListHeaders(ctx context.Context, fn func(session.Header) error) error
+	// CountSessions counts the stored sessions, or only those with origin
+	// "subagent" when subagentOnly is set.
+	CountSessions(ctx context.Context, subagentOnly bool) (int, error)
+	// EachParent calls fn with every distinct parentSession value, in
+	// byte order: of any session, or of subagent-origin sessions when
+	// subagentOnly is set. No read stays open while fn runs, so fn may
+	// call the store.
+	EachParent(ctx context.Context, subagentOnly bool, fn func(parent string) error) error
+	// RootHeaders calls fn for every session without a parentSession
+	// (only the subagent-origin ones when subagentOnly is set), in
+	// (createdAt, id) order.
+	RootHeaders(ctx context.Context, subagentOnly bool, fn func(session.Header) error) error
 }
 
 // LogReader reads event logs without changing anything.
@@ -116,10 +129,22 @@ type Writer interface {
 	ImportSession(ctx context.Context, h session.Header, events []session.Event, tail *TornTail) (ImportResult, error)
 }
 
-// Leaser manages the leases that make a session live: at most one
+// LeaseReader reads the leases that make a session live: at most one
 // unexpired lease per session, judged by the backend's clock (Now), never
-// by the caller's.
+// by the caller's. A corpus no dsh process writes has no leases.
+type LeaseReader interface {
+	// Leases lists every lease, expired ones included, by session id.
+	Leases(ctx context.Context) ([]Lease, error)
+	// LiveSessions returns every session whose lease has not expired at
+	// Now, keyed by id, with its stored header and the published snapshot.
+	LiveSessions(ctx context.Context) (map[string]Live, error)
+	// Now is the backend's clock, the one leases are judged by.
+	Now(ctx context.Context) (time.Time, error)
+}
+
+// Leaser takes, renews and gives up leases.
 type Leaser interface {
+	LeaseReader
 	// AcquireLease takes the lease on session id for h as one
 	// compare-and-set: a lease h already holds is renewed; an unexpired
 	// lease of another holder refuses with an error wrapping
@@ -138,13 +163,6 @@ type Leaser interface {
 	// ReleaseLease deletes h's lease on id; a lease that is no longer h's
 	// is left alone and reported as an error wrapping ErrLeaseLost.
 	ReleaseLease(ctx context.Context, id string, h LeaseHolder) error
-	// Leases lists every lease, expired ones included, by session id.
-	Leases(ctx context.Context) ([]Lease, error)
-	// LiveSessions returns every session whose lease has not expired at
-	// Now, keyed by id, with its stored header and the published snapshot.
-	LiveSessions(ctx context.Context) (map[string]Live, error)
-	// Now is the backend's clock, the one leases are judged by.
-	Now(ctx context.Context) (time.Time, error)
 }
 
 // CheckpointReader reads stored projection checkpoints. The backend stores

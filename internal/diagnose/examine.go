@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -139,7 +139,7 @@ func (a *auditor) checkParent(ctx context.Context, s *sessionAudit) error {
 // checkRawLog reports what the stored rows say before any reader hides it:
 // holes in the seqs, a torn tail, and a log that cannot be read at all (with
 // the seq and validation rule that failed).
-func checkRawLog(s *sessionAudit, log *sqlitepersist.AuditRead, res *subagent.Resolution) {
+func checkRawLog(s *sessionAudit, log *backend.AuditRead, res *subagent.Resolution) {
 	for _, g := range log.Gaps {
 		span := "seq " + strconv.FormatInt(g.From, 10) + " is"
 		if g.To > g.From {
@@ -165,7 +165,7 @@ func readFailure(err error) (*int64, string) {
 		}
 		return seqOf(ve.Seq), fmt.Sprintf("event at seq %d fails validation (rule %s): %s", ve.Seq, ve.Rule, ve.Msg)
 	}
-	var ce *sqlitepersist.CorruptRowError
+	var ce *backend.CorruptRowError
 	if errors.As(err, &ce) {
 		return seqOf(ce.Seq), fmt.Sprintf("committed row at seq %d cannot be read: %s", ce.Seq, ce.Reason)
 	}
@@ -185,7 +185,7 @@ func unreadableConsequence(res *subagent.Resolution) string {
 }
 
 // checkInterruptedTurn reports an open last turn of a session nobody holds.
-func checkInterruptedTurn(s *sessionAudit, log *sqlitepersist.AuditRead) {
+func checkInterruptedTurn(s *sessionAudit, log *backend.AuditRead) {
 	var start *int64
 	for i := len(log.Events) - 1; i >= 0; i-- {
 		if log.Events[i].Type == session.TypeTurnStart {
@@ -341,7 +341,7 @@ func isAre(n int) string {
 // checkCache compares the session's projection checkpoint with its header
 // and, when the log reads, with a fold of the log (Verify judges the
 // header too, so a readable log costs one lookup of the record).
-func (a *auditor) checkCache(ctx context.Context, s *sessionAudit, log *sqlitepersist.AuditRead, res *subagent.Resolution) error {
+func (a *auditor) checkCache(ctx context.Context, s *sessionAudit, log *backend.AuditRead, res *subagent.Resolution) error {
 	if log.ReadErr != nil {
 		look, err := a.cache.Lookup(ctx, log.Header)
 		if err != nil {
@@ -389,10 +389,10 @@ func reportPoisoned(s *sessionAudit, reason string) {
 
 // checkResumable runs resume's own refusal checks on a child the catalog
 // shows as continuable, on behalf of its parent, against the same read.
-func checkResumable(s *sessionAudit, log *sqlitepersist.AuditRead) {
-	var in *sqlitepersist.Inspection
+func checkResumable(s *sessionAudit, log *backend.AuditRead) {
+	var in *backend.Inspection
 	if log.ReadErr == nil {
-		in = &sqlitepersist.Inspection{Header: log.Header, Events: log.Events, Torn: log.Torn, Closers: log.Closers, Verified: log.Verified}
+		in = &backend.Inspection{Header: log.Header, Events: log.Events, Torn: log.Torn, Closers: log.Closers, Verified: log.Verified}
 	}
 	parent := s.header.Parent()
 	if _, err := subagent.CheckResume(s.header.ID, parent, in, log.ReadErr); err != nil {

@@ -2,10 +2,9 @@ package diagnose
 
 import (
 	"context"
-	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/corpus"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 // leaseIndex is the lease table as the audit sees it: the live records the
@@ -13,10 +12,10 @@ import (
 // crashed holders left behind.
 type leaseIndex struct {
 	live  map[string]corpus.Live
-	stale map[string]sqlitepersist.Lease
+	stale map[string]backend.Lease
 }
 
-func readLeases(ctx context.Context, view *sqlitepersist.Store) (leaseIndex, error) {
+func readLeases(ctx context.Context, view backend.LeaseReader) (leaseIndex, error) {
 	live, err := view.LiveSessions(ctx)
 	if err != nil {
 		return leaseIndex{}, err
@@ -25,8 +24,11 @@ func readLeases(ctx context.Context, view *sqlitepersist.Store) (leaseIndex, err
 	if err != nil {
 		return leaseIndex{}, err
 	}
-	idx := leaseIndex{live: live, stale: map[string]sqlitepersist.Lease{}}
-	now := time.Now()
+	idx := leaseIndex{live: live, stale: map[string]backend.Lease{}}
+	now, err := view.Now(ctx)
+	if err != nil {
+		return leaseIndex{}, err
+	}
 	for _, l := range all {
 		if _, running := live[l.SessionID]; !running && l.Expired(now) {
 			idx.stale[l.SessionID] = l

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -56,13 +56,32 @@ type Options struct {
 // chunk bounds how many candidates are resolved (and held) at once.
 const chunk = 256
 
-// Run audits store in one read transaction, calling emit with each
+// Corpus is what an audit reads: headers, every session streamed by parent
+// group, raw logs, leases and checkpoint records. A dsh backend offers it,
+// and so does a foreign DSH corpus read in place (no leases; checkpoints
+// from DSH's projection cache file, if given).
+type Corpus interface {
+	backend.HeaderReader
+	backend.ChildrenReader
+	backend.SessionLister
+	backend.LogReader
+	backend.LeaseReader
+	backend.CheckpointReader
+}
+
+// viewer is a corpus that can hold one consistent snapshot for the whole
+// audit (a backend.Transactor's read side).
+type viewer interface {
+	View(ctx context.Context, fn func(view backend.Store) error) error
+}
+
+// Run audits c (in one read snapshot when c offers one), calling emit with each
 // session's report in order: by parent (sessions without one first, then
 // parent ids in byte order), then in the catalog's order (createdAt, then
 // id as DSH collates it). It returns the summary. An unknown id or parent
 // under Strict, a store that cannot be read, and cancellation are errors; a
 // damaged session never is.
-func Run(ctx context.Context, store *sqlitepersist.Store, opts Options, emit func(Report) error) (Summary, error) {
+func Run(ctx context.Context, c Corpus, opts Options, emit func(Report) error) (Summary, error) {
 	sel := opts.Select
 	if sel.Scope == "" {
 		sel.Scope = ScopeChildren
@@ -72,7 +91,7 @@ func Run(ctx context.Context, store *sqlitepersist.Store, opts Options, emit fun
 	}
 	opts.Select = sel
 	sum := newSummary()
-	err := store.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
+	audit := func(view Corpus) error {
 		a, err := newAuditor(ctx, view, opts, emit)
 		if err != nil {
 			return err
@@ -80,7 +99,13 @@ func Run(ctx context.Context, store *sqlitepersist.Store, opts Options, emit fun
 		err = a.run(ctx)
 		sum = a.summary
 		return err
-	})
+	}
+	var err error
+	if v, ok := c.(viewer); ok {
+		err = v.View(ctx, func(view backend.Store) error { return audit(view) })
+	} else {
+		err = audit(c)
+	}
 	if err != nil && ctx.Err() != nil {
 		return sum, dsherr.Wrap(dsherr.Cancelled, ctx.Err(), "diagnose was cancelled")
 	}
@@ -89,7 +114,7 @@ func Run(ctx context.Context, store *sqlitepersist.Store, opts Options, emit fun
 
 // auditor is one audit's state; everything it reads goes through view.
 type auditor struct {
-	view    *sqlitepersist.Store
+	view    Corpus
 	opts    Options
 	emit    func(Report) error
 	lister  *subagent.Lister
@@ -112,7 +137,7 @@ type auditor struct {
 	}
 }
 
-func newAuditor(ctx context.Context, view *sqlitepersist.Store, opts Options, emit func(Report) error) (*auditor, error) {
+func newAuditor(ctx context.Context, view Corpus, opts Options, emit func(Report) error) (*auditor, error) {
 	leases, err := readLeases(ctx, view)
 	if err != nil {
 		return nil, err
@@ -120,7 +145,9 @@ func newAuditor(ctx context.Context, view *sqlitepersist.Store, opts Options, em
 	live := leases.liveSource()
 	// One connection serves the whole snapshot, so parallel cold reads
 	// would only queue behind each other.
-	lister := subagent.NewStoreLister(view, live, 1)
+	reg := subagent.NewRegistry()
+	cache := projcache.NewCache(view, reg)
+	lister := subagent.NewLister(view, live, subagent.CacheIdentities{Cache: cache}, 1)
 	c, err := corpus.Load(ctx, view, live)
 	if err != nil {
 		return nil, err
@@ -131,7 +158,7 @@ func newAuditor(ctx context.Context, view *sqlitepersist.Store, opts Options, em
 		emit:    emit,
 		lister:  lister,
 		corpus:  c,
-		cache:   projcache.NewCache(view, lister.Units),
+		cache:   cache,
 		leases:  leases,
 		summary: newSummary(),
 	}, nil
@@ -290,7 +317,7 @@ func (a *auditor) runIDs(ctx context.Context, ids []string) error {
 		seen[id] = true
 		h, err := a.view.Header(ctx, id)
 		switch {
-		case errors.Is(err, sqlitepersist.ErrNotFound):
+		case errors.Is(err, backend.ErrNotFound):
 			if a.opts.Strict {
 				return unknownError(id)
 			}
@@ -350,7 +377,7 @@ func compareParent(x, y session.Header) int {
 }
 
 func unknownError(id string) error {
-	return &dsherr.Error{Code: dsherr.NotFound, Msg: fmt.Sprintf("no session with id %q", id), Err: sqlitepersist.ErrNotFound}
+	return &dsherr.Error{Code: dsherr.NotFound, Msg: fmt.Sprintf("no session with id %q", id), Err: backend.ErrNotFound}
 }
 
 // exists reports whether id is a stored or live session.
@@ -371,7 +398,7 @@ func (a *auditor) parentHeader(ctx context.Context, id string) (*session.Header,
 	} else {
 		h, err := a.view.Header(ctx, id)
 		switch {
-		case errors.Is(err, sqlitepersist.ErrNotFound):
+		case errors.Is(err, backend.ErrNotFound):
 		case err != nil:
 			return nil, err
 		default:
