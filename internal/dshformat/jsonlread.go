@@ -17,8 +17,14 @@ import (
 
 // readJSONLFile reads one DSH JSONL session file (plain or zstd-framed)
 // the way DSH's non-mutating inspect reads it: the header, the contiguous
-// valid event prefix, and a torn tail if there is one.
+// valid event prefix, and a torn tail if there is one. Damage DSH's inspect
+// refuses is the error.
 func readJSONLFile(ctx context.Context, path string, compressed bool) (*Session, error) {
+	return refuseDamage(readJSONLFileAsFound(ctx, path, compressed))
+}
+
+// readJSONLFileAsFound is readJSONLFile with damage kept in Session.Damage.
+func readJSONLFileAsFound(ctx context.Context, path string, compressed bool) (*Session, error) {
 	data, err := readStable(path)
 	if err != nil {
 		return nil, err
@@ -28,9 +34,9 @@ func readJSONLFile(ctx context.Context, path string, compressed bool) (*Session,
 	}
 	var s *Session
 	if compressed {
-		s, err = decodeZstdLog(ctx, path, data)
+		s, err = decodeZstdLogAsFound(ctx, path, data)
 	} else {
-		s, err = decodePlainLog(ctx, path, data)
+		s, err = decodePlainLogAsFound(ctx, path, data)
 	}
 	if err != nil {
 		return nil, err
@@ -44,6 +50,17 @@ func readJSONLFile(ctx context.Context, path string, compressed bool) (*Session,
 			cut = int64(len(s.Events))
 		}
 		s.Header.SeedLength = &cut
+	}
+	return s, nil
+}
+
+// refuseDamage turns a damaged session into its error, as Read reports it.
+func refuseDamage(s *Session, err error) (*Session, error) {
+	if err != nil {
+		return nil, err
+	}
+	if s.Damage != nil {
+		return nil, s.Damage.Err
 	}
 	return s, nil
 }
@@ -73,6 +90,10 @@ func readStable(path string) ([]byte, error) {
 }
 
 func decodePlainLog(ctx context.Context, path string, text []byte) (*Session, error) {
+	return refuseDamage(decodePlainLogAsFound(ctx, path, text))
+}
+
+func decodePlainLogAsFound(ctx context.Context, path string, text []byte) (*Session, error) {
 	nl := bytes.IndexByte(text, '\n')
 	if nl < 0 {
 		return nil, corruptAt(path, "", "session log has no complete header line", errNotHeader)
@@ -82,7 +103,11 @@ func decodePlainLog(ctx context.Context, path string, text []byte) (*Session, er
 		return nil, err
 	}
 	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: nl + 1, budget: maxLogText, later: session.IsLaterFormat(h.Version)}
-	if err := sc.scan(text, nl+1); err != nil {
+	err = sc.scan(text, nl+1)
+	if errors.Is(err, errDamaged) {
+		return sc.damaged(h, text, RawJSONLText), nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	s := &Session{Header: h, Events: sc.events, Location: path}
@@ -111,18 +136,22 @@ func headerAt(path string, line []byte) (session.Header, error) {
 }
 
 func decodeZstdLog(ctx context.Context, path string, data []byte) (*Session, error) {
-	scan, err := scanFrames(data)
-	if err != nil {
-		return nil, corruptAt(path, "", "corrupt Zstandard session log", err)
-	}
+	return refuseDamage(decodeZstdLogAsFound(ctx, path, data))
+}
+
+func decodeZstdLogAsFound(ctx context.Context, path string, data []byte) (*Session, error) {
+	scan, scanErr := scanFrames(data)
 	if len(scan.frames) == 0 {
+		if scanErr != nil {
+			return nil, corruptAt(path, "", "corrupt Zstandard session log", scanErr)
+		}
 		return nil, corruptAt(path, "", "empty or header-less Zstandard session log", nil)
 	}
 	dec, err := logDecoder()
 	if err != nil {
 		return nil, err
 	}
-	frameFailed := func(f frame, err error) error {
+	frameFailed := func(f frame, err error) *CorruptError {
 		e := corruptAt(path, "", fmt.Sprintf("corrupt Zstandard session log: frame at byte %d failed validation", f.start), err)
 		e.Frame = int64(f.start)
 		return e
@@ -140,6 +169,21 @@ func decodeZstdLog(ctx context.Context, path string, data []byte) (*Session, err
 	if err != nil {
 		return nil, err
 	}
+	// Damage to the frames themselves keeps the header and every frame
+	// after it as stored: DSH reads none of the log.
+	framesDamaged := func(e *CorruptError) *Session {
+		e.Session = h.ID
+		return &Session{Header: h, Location: path, Damage: &Damage{
+			Err: e, Raw: data[scan.frames[0].end:], Encoding: RawZstdFrames}}
+	}
+	if scanErr != nil {
+		e := corruptAt(path, "", "corrupt Zstandard session log", scanErr)
+		e.Frame = int64(len(data))
+		if last := scan.frames[len(scan.frames)-1]; last.end < len(data) {
+			e.Frame = int64(last.end)
+		}
+		return framesDamaged(e), nil
+	}
 	headerEnd := len(text)
 	// starts maps decoded text back to frames for error locations.
 	starts := []frameStart{{text: 0, file: 0}}
@@ -150,7 +194,7 @@ func decodeZstdLog(ctx context.Context, path string, data []byte) (*Session, err
 		starts = append(starts, frameStart{text: len(text), file: f.start})
 		plain, err := decodeFrame(dec, data[f.start:f.end], nil)
 		if err != nil {
-			return nil, frameFailed(f, err)
+			return framesDamaged(frameFailed(f, err)), nil
 		}
 		if len(text)+len(plain) > maxLogText {
 			return nil, frameFailed(f, errTooLarge)
@@ -158,7 +202,11 @@ func decodeZstdLog(ctx context.Context, path string, data []byte) (*Session, err
 		text = append(text, plain...)
 	}
 	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: headerEnd, frames: starts, budget: maxLogText, later: session.IsLaterFormat(h.Version)}
-	if err := sc.scan(text, headerEnd); err != nil {
+	err = sc.scan(text, headerEnd)
+	if errors.Is(err, errDamaged) {
+		return sc.damaged(h, text, RawJSONLText), nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	if sc.committed != len(text) {
@@ -166,7 +214,8 @@ func decodeZstdLog(ctx context.Context, path string, data []byte) (*Session, err
 		if sc.issue != nil {
 			e.Line, e.Err = sc.issue.Line, errors.New(sc.issue.Msg)
 		}
-		return nil, e
+		sc.damage = e
+		return sc.damaged(h, text, RawJSONLText), nil
 	}
 	s := &Session{Header: h, Events: sc.events, Location: path}
 	if scan.tornStart < 0 {
@@ -218,6 +267,22 @@ type lineScanner struct {
 	// later: the log is in a later format (2–4), where one line is one
 	// event and no packed rows exist.
 	later bool
+	// damage is set when scan stopped with errDamaged: where the
+	// committed region is damaged (its Offset is where the damaged line
+	// starts in the text).
+	damage *CorruptError
+}
+
+// errDamaged stops a scan at damage inside the committed region; the
+// scanner's damage field says where and why.
+var errDamaged = errors.New("damaged committed region")
+
+// damaged is the session a scan stopped by errDamaged yields: the events
+// before the damaged line, and the text from that line on as found.
+func (s *lineScanner) damaged(h session.Header, text []byte, enc RawEncoding) *Session {
+	from := min(max(int(s.damage.Offset), 0), len(text))
+	return &Session{Header: h, Events: s.events, Location: s.path, Damage: &Damage{
+		FromSeq: int64(len(s.events)), Err: s.damage, Raw: text[from:], Encoding: enc}}
 }
 
 func (s *lineScanner) locate(offset int, msg string) *CorruptError {
@@ -296,9 +361,9 @@ func (s *lineScanner) accept(line []byte, pos int) error {
 				Detail: fmt.Sprintf("line %d: range-form sourceEventSeqs, which dsh has not verified against DSH's files", s.line)}
 		}
 		if err != nil {
-			ce := s.locate(pos, "invalid event envelope")
-			ce.Line, ce.Err = s.line, err
-			return ce
+			s.damage = s.locate(pos, "invalid event envelope")
+			s.damage.Line, s.damage.Err = s.line, err
+			return errDamaged
 		}
 		s.events = append(s.events, e)
 	}
@@ -306,12 +371,13 @@ func (s *lineScanner) accept(line []byte, pos int) error {
 	return nil
 }
 
-// committedDamage is the error for a remembered issue followed by a
-// turn/end: the damaged line was committed, so the log is corrupt.
+// committedDamage records a remembered issue followed by a turn/end: the
+// damaged line was committed, so the log is corrupt.
 func (s *lineScanner) committedDamage() error {
 	e := *s.issue
 	e.Msg += fmt.Sprintf(" (line %d holds a later turn/end, so the damage is inside the committed region)", s.line)
-	return &e
+	s.damage = &e
+	return errDamaged
 }
 
 // record is one decoded JSONL event line: an expanded packed row, or the

@@ -245,6 +245,10 @@ func (s *jsonlSource) Headers(ctx context.Context) ([]session.Header, error) {
 }
 
 func (s *jsonlSource) Read(ctx context.Context, id string) (*Session, error) {
+	return refuseDamage(s.ReadAsFound(ctx, id))
+}
+
+func (s *jsonlSource) ReadAsFound(ctx context.Context, id string) (*Session, error) {
 	file, ok := s.files[id]
 	if !ok {
 		for _, p := range s.problems {
@@ -257,7 +261,7 @@ func (s *jsonlSource) Read(ctx context.Context, id string) (*Session, error) {
 	if file.refused != nil {
 		return nil, file.refused
 	}
-	sess, err := readJSONLFile(ctx, file.path, file.compressed)
+	sess, err := readJSONLFileAsFound(ctx, file.path, file.compressed)
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,11 @@ type Source interface {
 	// storage. Errors are *CorruptError (matching ErrCorrupt),
 	// *UnsupportedVersionError, or wrap ErrNotFound.
 	Read(ctx context.Context, id string) (*Session, error)
+	// ReadAsFound is Read for a faithful copy: damage inside the committed
+	// region, which makes Read fail, is returned in Session.Damage (with the
+	// error Read would return) together with the events before it and the
+	// stored data from the damage on. Its other errors are Read's.
+	ReadAsFound(ctx context.Context, id string) (*Session, error)
 	// Problems lists the sessions found but not offered by Headers:
 	// unreadable or refused headers, ambiguous ids.
 	Problems() []Problem
@@ -60,6 +65,36 @@ type Session struct {
 	Torn *Torn
 	// Location is the file or database the session was read from.
 	Location string
+	// Damage is set only by ReadAsFound, for a log DSH's inspect refuses
+	// because stored data inside its committed region cannot be read
+	// (Events is then the valid prefix before the damage, Torn is nil).
+	Damage *Damage
+}
+
+// RawEncoding says how Damage.Raw holds the stored data.
+type RawEncoding string
+
+// The encodings of Damage.Raw.
+const (
+	// RawJSONLText is decoded JSONL text starting at the damaged line.
+	RawJSONLText RawEncoding = "jsonl-text"
+	// RawZstdFrames is a zstd session file's bytes after its header frame,
+	// as stored.
+	RawZstdFrames RawEncoding = "jsonl-zstd"
+	// RawSQLiteRows is schema-17 events rows from the damaged one on, one
+	// JSON object per line (see encodeTornRows).
+	RawSQLiteRows RawEncoding = "dsh-sqlite-rows"
+)
+
+// Damage is where and how a log is damaged inside its committed region.
+type Damage struct {
+	// FromSeq is the first logical seq not in Events (len(Events)).
+	FromSeq int64
+	// Err is the error Read returns for the session.
+	Err *CorruptError
+	// Raw is the stored data from the damage on, as found.
+	Raw      []byte
+	Encoding RawEncoding
 }
 
 // Torn describes a torn tail.

@@ -257,6 +257,10 @@ func (s *sqliteSource) Close() error { return s.db.Close() }
 // transaction, decodes and expands the rows and applies DSH's scanRows
 // torn-tail rule (§3.9).
 func (s *sqliteSource) Read(ctx context.Context, id string) (*Session, error) {
+	return refuseDamage(s.ReadAsFound(ctx, id))
+}
+
+func (s *sqliteSource) ReadAsFound(ctx context.Context, id string) (*Session, error) {
 	if !s.ids[id] {
 		for _, p := range s.problems {
 			if p.ID == id {
@@ -305,11 +309,14 @@ type physicalRow struct {
 	seqs      any // nil or []byte
 	surfaceOp sql.NullString
 	ignorable sql.NullInt64
+	// bad is why the row fails DSH's primitive checks, which fail the
+	// whole read wherever the row is.
+	bad error
 }
 
 // readRows reads every events row of a session, applying DSH's primitive
 // checks: a row that fails them makes the whole read fail (it is not a torn
-// tail).
+// tail); it is marked bad for scanRows.
 func (s *sqliteSource) readRows(ctx context.Context, tx *sql.Tx, id string) ([]physicalRow, error) {
 	q, err := tx.QueryContext(ctx, `SELECT seq, type, time, data, typeof(data), source_event_seqs, typeof(source_event_seqs), surface_op, ignorable
 		FROM events WHERE session_id = ? ORDER BY seq`, id)
@@ -324,24 +331,19 @@ func (s *sqliteSource) readRows(ctx context.Context, tx *sql.Tx, id string) ([]p
 		if err := q.Scan(&r.seq, &r.typ, &r.time, &r.data, &dataType, &r.seqs, &seqsType, &r.surfaceOp, &r.ignorable); err != nil {
 			return nil, fmt.Errorf("read DSH SQLite store %s: %w", s.path, err)
 		}
-		bad := func(msg string) error {
-			e := corruptAt(s.path, id, "invalid events row: "+msg, nil)
-			e.Seq = r.seq
-			return e
-		}
 		switch {
 		case r.seq < 0 || r.seq > maxSafeInteger:
-			return nil, bad("seq is not a non-negative safe integer")
+			r.bad = errors.New("seq is not a non-negative safe integer")
 		case r.typ == "":
-			return nil, bad("type is empty")
+			r.bad = errors.New("type is empty")
 		case r.time > maxSafeInteger || r.time < -maxSafeInteger:
-			return nil, bad("time is not a safe integer")
+			r.bad = errors.New("time is not a safe integer")
 		case dataType != "text" && dataType != "blob":
-			return nil, bad("data is " + dataType + ", not TEXT or BLOB")
+			r.bad = errors.New("data is " + dataType + ", not TEXT or BLOB")
 		case seqsType != "null" && seqsType != "blob":
-			return nil, bad("source_event_seqs is " + seqsType + ", not BLOB or NULL")
+			r.bad = errors.New("source_event_seqs is " + seqsType + ", not BLOB or NULL")
 		case r.ignorable.Valid && r.ignorable.Int64 != 0 && r.ignorable.Int64 != 1:
-			return nil, bad("ignorable is not NULL, 0 or 1")
+			r.bad = errors.New("ignorable is not NULL, 0 or 1")
 		}
 		if seqsType == "blob" {
 			if b, _ := r.seqs.([]byte); b == nil {
@@ -444,12 +446,19 @@ func decodeRowData(v any, packed bool) ([]byte, error) {
 
 // scanRows applies DSH's torn-tail rule: a row that fails to decode or
 // breaks contiguity starts the torn tail, unless a later row decodes and
-// holds a turn/end — then it is committed damage and the read fails.
+// holds a turn/end — then it is committed damage, kept in sess.Damage with
+// the rows from the damaged one on. A row failing the primitive checks is
+// damage wherever it is, from the first problem row on.
 func (s *sqliteSource) scanRows(id string, rows []physicalRow, sess *Session) error {
 	decoded := make([]decodedRow, len(rows))
 	lastTurnEnd := -1
 	budget := maxLogText
 	for i, r := range rows {
+		if r.bad != nil {
+			lastTurnEnd = len(rows)
+			decoded[i] = decodedRow{err: fmt.Errorf("invalid events row: %w", r.bad)}
+			continue
+		}
 		decoded[i] = decodeRow(r, budget)
 		d := decoded[i]
 		if errors.Is(d.err, errTooLarge) {
@@ -478,7 +487,9 @@ func (s *sqliteSource) scanRows(id string, rows []physicalRow, sess *Session) er
 		if i <= lastTurnEnd {
 			e := corruptAt(s.path, id, fmt.Sprintf("corrupt session log: invalid committed physical row at seq %d", rows[i].seq), problem)
 			e.Seq = rows[i].seq
-			return e
+			sess.Events = events
+			sess.Damage = &Damage{FromSeq: expected, Err: e, Raw: encodeTornRows(rows[i:]), Encoding: RawSQLiteRows}
+			return nil
 		}
 		sess.Torn = &Torn{
 			FromSeq: expected,
