@@ -127,6 +127,13 @@ type Writer interface {
 	// invalid logs. The result says how the log reads back. An existing id
 	// is an error wrapping ErrDuplicate.
 	ImportSession(ctx context.Context, h session.Header, events []session.Event, tail *TornTail) (ImportResult, error)
+	// ImportDamagedSession stores a foreign session whose log is damaged
+	// inside its committed region: the header, the valid events before
+	// the damage and the rest as found. Every reader then reports the log
+	// as committed-row corruption at damage.FromSeq (the result's
+	// Invalid), as DSH's inspect fails on the source. An existing id is an
+	// error wrapping ErrDuplicate.
+	ImportDamagedSession(ctx context.Context, h session.Header, prefix []session.Event, damage DamagedLog) (ImportResult, error)
 }
 
 // LeaseReader reads the leases that make a session live: at most one

@@ -58,6 +58,21 @@ type TornTail struct {
 	Raw []byte
 }
 
+// DamagedLog is what an import kept of a log damaged inside its committed
+// region (migration 0005): the events rows hold the valid prefix, seqs below
+// FromSeq, and Raw the stored data from the damage on, exactly as found. Such
+// a log never reads: every reader reports it as committed-row corruption at
+// FromSeq (a *CorruptRowError with Reason).
+type DamagedLog struct {
+	FromSeq int64
+	// Reason is why the source's reader could not read the log.
+	Reason string
+	// Encoding says how Raw holds the data: "jsonl-text", "jsonl-zstd" or
+	// "dsh-sqlite-rows" (see migrations/0005_damaged_logs.sql).
+	Encoding string
+	Raw      []byte
+}
+
 // SeqGap is a run of seqs missing from a session's stored rows: every seq
 // from From to To (inclusive) is absent although a later row exists. Only a
 // faithful import or damage outside dsh can leave one.
@@ -84,6 +99,11 @@ type AuditRead struct {
 	// ReadErr is exactly the error Inspect returns for this log (nil when
 	// it reads): one wrapping *session.ValidationError or ErrCorrupt.
 	ReadErr error
+	// Damaged is what an import kept of a log damaged inside its committed
+	// region (ReadErr then reports it); Prefix holds the events before the
+	// damage, as stored.
+	Damaged *DamagedLog
+	Prefix  []session.Event
 }
 
 // ImportResult reports how an imported log reads back.

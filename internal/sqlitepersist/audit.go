@@ -26,7 +26,8 @@ func (s *Store) Audit(ctx context.Context, id string) (*AuditRead, error) {
 				return gerr
 			}
 			a = &AuditRead{Header: st.header, Gaps: gaps, Verified: st.verified, ReadErr: err}
-			return nil
+			a.Damaged, a.Prefix, err = readDamagedPrefix(ctx, q, id)
+			return err
 		}
 		if err != nil {
 			return err
@@ -58,6 +59,27 @@ func (s *Store) Audit(ctx context.Context, id string) (*AuditRead, error) {
 		return nil, s.storeError(err, "audit session "+id)
 	}
 	return a, nil
+}
+
+// readDamagedPrefix reads an imported damaged log: its damaged_logs row and
+// the events rows before it, nil when the session has none.
+func readDamagedPrefix(ctx context.Context, q Querier, id string) (*DamagedLog, []session.Event, error) {
+	d, err := readDamagedLog(ctx, q, id)
+	if err != nil || d == nil {
+		return nil, nil, err
+	}
+	rows, err := decodeRows(ctx, q, 0, "SELECT "+eventColumns+" FROM events WHERE session_id = ? AND seq < ? ORDER BY seq", id, d.FromSeq)
+	if err != nil {
+		return nil, nil, err
+	}
+	prefix := make([]session.Event, 0, len(rows))
+	for _, r := range rows {
+		if r.err != nil {
+			return nil, nil, corruptRow(id, r.seq, r.err.Error())
+		}
+		prefix = append(prefix, r.ev)
+	}
+	return d, prefix, nil
 }
 
 // seqGaps finds the holes in session id's stored seqs with one pass over its

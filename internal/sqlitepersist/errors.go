@@ -28,6 +28,7 @@ type (
 	CorruptRowError  = backend.CorruptRowError
 	Inspection       = backend.Inspection
 	TornTail         = backend.TornTail
+	DamagedLog       = backend.DamagedLog
 	SeqGap           = backend.SeqGap
 	AuditRead        = backend.AuditRead
 	ImportResult     = backend.ImportResult

@@ -10,6 +10,19 @@ import (
 	"github.com/dsh-project/dsh/internal/session"
 )
 
+func readDamagedLog(ctx context.Context, q Querier, id string) (*DamagedLog, error) {
+	var d DamagedLog
+	err := q.QueryRowContext(ctx, "SELECT from_seq, reason, encoding, raw FROM damaged_logs WHERE session_id = ?", id).
+		Scan(&d.FromSeq, &d.Reason, &d.Encoding, &d.Raw)
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
 // sessionState is a sessions row: the header and dsh's bookkeeping.
 type sessionState struct {
 	header         session.Header
@@ -68,10 +81,18 @@ type decodedRow struct {
 // that cannot be decoded, or whose seq breaks contiguity, starts a torn tail
 // when no decodable turn/end follows it, and is corruption otherwise. A
 // torn_tails entry cuts the log at its from_seq as well; the earlier cut wins.
+// A damaged_logs entry is corruption at its from_seq.
 func scanLog(ctx context.Context, q Querier, id string) (*storedLog, error) {
 	st, err := readSessionState(ctx, q, id)
 	if err != nil {
 		return nil, err
+	}
+	damaged, err := readDamagedLog(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	if damaged != nil {
+		return nil, corruptRow(id, damaged.FromSeq, damaged.Reason)
 	}
 	imported, err := readTornTail(ctx, q, id)
 	if err != nil {

@@ -200,6 +200,24 @@ func (s *Store) Load(ctx context.Context, id string) (*Inspection, error) {
 // writes. An existing id is an error wrapping ErrDuplicate; whether that is a
 // conflict or an idempotent re-import is the caller's decision.
 func (s *Store) ImportSession(ctx context.Context, h session.Header, events []session.Event, tail *TornTail) (ImportResult, error) {
+	return s.importSession(ctx, h, events, tail, nil)
+}
+
+// ImportDamagedSession stores a session whose log a foreign corpus holds
+// damaged inside its committed region: the header, the valid events before
+// the damage, and the rest as found in damaged_logs. The log reads back as
+// corruption at damage.FromSeq (the result's Invalid), exactly as DSH's
+// inspect fails on the source.
+func (s *Store) ImportDamagedSession(ctx context.Context, h session.Header, prefix []session.Event, damage DamagedLog) (ImportResult, error) {
+	for _, e := range prefix {
+		if e.Seq >= damage.FromSeq {
+			return ImportResult{}, dsherr.New(dsherr.InvalidInput, "import session %q: event seq %d is not before the damage at seq %d", h.ID, e.Seq, damage.FromSeq)
+		}
+	}
+	return s.importSession(ctx, h, prefix, nil, &damage)
+}
+
+func (s *Store) importSession(ctx context.Context, h session.Header, events []session.Event, tail *TornTail, damage *DamagedLog) (ImportResult, error) {
 	seen := make(map[int64]bool, len(events))
 	for _, e := range events {
 		if seen[e.Seq] {
@@ -222,6 +240,16 @@ func (s *Store) ImportSession(ctx context.Context, h session.Header, events []se
 			}
 			if _, err := q.ExecContext(ctx, "INSERT INTO torn_tails (session_id, from_seq, reason, raw) VALUES (?, ?, ?, ?)",
 				h.ID, tail.FromSeq, tail.Reason, raw); err != nil {
+				return err
+			}
+		}
+		if damage != nil {
+			raw := damage.Raw
+			if raw == nil {
+				raw = []byte{}
+			}
+			if _, err := q.ExecContext(ctx, "INSERT INTO damaged_logs (session_id, from_seq, reason, encoding, raw) VALUES (?, ?, ?, ?, ?)",
+				h.ID, damage.FromSeq, damage.Reason, damage.Encoding, raw); err != nil {
 				return err
 			}
 		}
