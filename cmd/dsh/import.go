@@ -29,14 +29,18 @@ JSONL session files (a file, or a directory searched recursively: DSH's
 <project>/<id>/session.jsonl[.zstd] layout and loose *.jsonl files);
 dsh-sqlite:PATH reads DSH's schema-17 SQLite store. The source is only read.
 
-Sessions are copied faithfully: a log that fails DSH's validation, a torn
-tail and an interrupted turn are kept exactly as found, so each session lists
-and diagnoses the same after the import as in the source. Each session is
+Sessions are copied faithfully: a log that fails DSH's validation, a log
+damaged inside its committed region (an unparsable line or row, a seq gap, a
+damaged zstd frame before a later turn/end: the events before the damage and
+the rest as found), a torn tail and an interrupted turn are kept exactly as
+found, so each session lists and diagnoses the same after the import as in
+the source. Each session is
 written in its own transaction, with the projection checkpoint of its log
 when the log reads and folds. Importing again is safe: a session already in
 the database with the same lifecycle is skipped; one whose lifecycle differs
-is a conflict and is never overwritten. A session the source cannot read
-(damaged data, a later DSH format version) is unreadable and not imported.
+is a conflict and is never overwritten. A session the source cannot offer
+(a file whose header cannot be read, an id found in two files, a later DSH
+format version) is unreadable, reported with its file, and not imported.
 
 Prints one row per session: its outcome (imported, skipped, conflict,
 unreadable), events and details. A summary line goes to stderr; --dry-run
@@ -141,6 +145,7 @@ type importSessionView struct {
 	Events          int           `json:"events"`
 	Reason          string        `json:"reason,omitempty"`
 	TornTail        *tornTailView `json:"tornTail,omitempty"`
+	Damaged         bool          `json:"damaged,omitempty"`
 	Invalid         string        `json:"invalid,omitempty"`
 	InterruptedTurn bool          `json:"interruptedTurn,omitempty"`
 	Checkpoint      bool          `json:"checkpoint"`
@@ -157,7 +162,7 @@ type importSummaryView struct {
 
 func newImportSessionView(r transfer.Result) importSessionView {
 	v := importSessionView{Location: r.Location, Outcome: string(r.Outcome), Events: r.Events, Reason: r.Reason,
-		Invalid: r.Invalid, InterruptedTurn: r.Interrupted, Checkpoint: r.Checkpointed}
+		Damaged: r.Damaged, Invalid: r.Invalid, InterruptedTurn: r.Interrupted, Checkpoint: r.Checkpointed}
 	if r.ID != "" {
 		id := r.ID
 		v.ID = &id
@@ -178,7 +183,10 @@ func (v importSessionView) detail() string {
 	if v.TornTail != nil {
 		notes = append(notes, fmt.Sprintf("torn tail from seq %d kept (%s)", v.TornTail.FromSeq, v.TornTail.Reason))
 	}
-	if v.Invalid != "" {
+	switch {
+	case v.Damaged:
+		notes = append(notes, "damaged inside its committed region, kept as found: "+v.Invalid)
+	case v.Invalid != "":
 		notes = append(notes, "fails validation, kept as found: "+v.Invalid)
 	}
 	if v.InterruptedTurn {

@@ -27,8 +27,9 @@ const (
 	// Conflict: the database holds the id with another lifecycle; nothing
 	// was written.
 	Conflict Outcome = "conflict"
-	// Unreadable: the source cannot offer the session (damaged data, a
-	// refused format version, an unreadable header); nothing was written.
+	// Unreadable: the source cannot offer the session (a refused format
+	// version, an unreadable header, an id in two files, a log over dsh's
+	// size limit); nothing was written.
 	Unreadable Outcome = "unreadable"
 )
 
@@ -45,9 +46,13 @@ type Result struct {
 	// Events is the number of events stored (or, with DryRun, to store).
 	Events int
 	// What an imported log was kept with, as found.
-	Torn        *sqlitepersist.TornTail // a torn tail, stored beside the log
-	Invalid     string                  // the log fails DSH's validation: why
-	Interrupted bool                    // the log ends inside a turn
+	Torn *sqlitepersist.TornTail // a torn tail, stored beside the log
+	// Damaged: the log is damaged inside its committed region; the events
+	// before the damage and the rest as found were stored (Invalid says
+	// why it does not read).
+	Damaged     bool
+	Invalid     string // the log fails DSH's validation or is damaged: why
+	Interrupted bool   // the log ends inside a turn
 	// Checkpointed: a projection checkpoint was written for the session
 	// (only for logs that read and fold).
 	Checkpointed bool
@@ -101,14 +106,15 @@ type ImportOptions struct {
 }
 
 // Import copies every session of src into dst exactly as found: logs that
-// fail DSH's validation, torn tails (kept beside the log) and interrupted
-// turns are stored as they are, so they list and diagnose the same after
-// the import as in the source. Each session is written in its own
+// fail DSH's validation, logs damaged inside their committed region (the
+// valid prefix and the rest as found), torn tails (kept beside the log) and
+// interrupted turns are stored as they are, so they list and diagnose the
+// same after the import as in the source. Each session is written in its own
 // transaction together with its projection checkpoint (written only for a
 // log that reads and folds). An id dst already holds is skipped when its
 // lifecycle witness is the same and reported as a conflict otherwise; it is
 // never overwritten. Sessions the source cannot read are reported as
-// unreadable.
+// unreadable, with the file they were found in.
 //
 // dst may be nil with DryRun (no database yet: nothing is held). Only a
 // failure of dst itself or cancellation stops the import; it then returns
@@ -246,14 +252,27 @@ func (w *importer) prepare(ctx context.Context, h session.Header) prepared {
 			return prepared{err: err}
 		}
 	}
-	s, err := w.src.Read(ctx, h.ID)
+	s, err := w.src.ReadAsFound(ctx, h.ID)
 	if err != nil {
 		if ctx.Err() != nil {
 			return prepared{err: ctx.Err()}
 		}
-		return prepared{result: &Result{ID: h.ID, Outcome: Unreadable, Reason: err.Error()}}
+		return prepared{result: &Result{ID: h.ID, Location: pathOf(err), Outcome: Unreadable, Reason: err.Error()}}
 	}
 	return prepared{session: s}
+}
+
+// pathOf is the file a source's error names, "" when it names none.
+func pathOf(err error) string {
+	var corrupt *dshformat.CorruptError
+	var refusal *dshformat.UnsupportedVersionError
+	switch {
+	case errors.As(err, &corrupt):
+		return corrupt.Path
+	case errors.As(err, &refusal):
+		return refusal.Path
+	}
+	return ""
 }
 
 // judgeExisting decides about an id the database already holds.
@@ -276,6 +295,9 @@ func (w *importer) write(ctx context.Context, listed session.Header, s *dshforma
 	if s.Torn != nil {
 		tail = &sqlitepersist.TornTail{FromSeq: s.Torn.FromSeq, Reason: s.Torn.Reason, Raw: s.Torn.Raw}
 	}
+	if s.Damage != nil {
+		r.Damaged, r.Invalid = true, s.Damage.Err.Error()
+	}
 	if w.opts.DryRun {
 		r.Torn = tail
 		judgeInMemory(&r, s)
@@ -292,7 +314,12 @@ func (w *importer) write(ctx context.Context, listed session.Header, s *dshforma
 		if !errors.Is(err, sqlitepersist.ErrNotFound) {
 			return err
 		}
-		res, err := tx.ImportSession(ctx, s.Header, s.Events, tail)
+		var res sqlitepersist.ImportResult
+		if s.Damage != nil {
+			res, err = tx.ImportDamagedSession(ctx, s.Header, s.Events, damagedLog(s.Damage))
+		} else {
+			res, err = tx.ImportSession(ctx, s.Header, s.Events, tail)
+		}
 		if dsherr.CodeOf(err) == dsherr.InvalidInput {
 			r = Result{ID: s.Header.ID, Location: s.Location, Outcome: Unreadable, Reason: err.Error()}
 			return nil
@@ -301,6 +328,9 @@ func (w *importer) write(ctx context.Context, listed session.Header, s *dshforma
 			return err
 		}
 		r.Events, r.Torn = res.Events, res.Torn
+		if s.Damage != nil {
+			return nil
+		}
 		if res.Invalid != nil {
 			r.Invalid = res.Invalid.Error()
 			return nil
@@ -345,9 +375,17 @@ func (w *importer) checkpoint(ctx context.Context, tx *sqlitepersist.Store, s *d
 	return nil
 }
 
+// damagedLog is how the store keeps a source's damage.
+func damagedLog(d *dshformat.Damage) sqlitepersist.DamagedLog {
+	return sqlitepersist.DamagedLog{FromSeq: d.FromSeq, Reason: d.Err.Error(), Encoding: string(d.Encoding), Raw: d.Raw}
+}
+
 // judgeInMemory fills what an import would keep as found, without a store:
 // the verdict DSH's inspect gives the log and whether it ends inside a turn.
 func judgeInMemory(r *Result, s *dshformat.Session) {
+	if s.Damage != nil {
+		return
+	}
 	events, err := session.NormalizeLegacy(s.Header.ID, s.Events)
 	if err == nil {
 		err = session.ValidateLog(s.Header, events)

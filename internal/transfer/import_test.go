@@ -20,8 +20,8 @@ import (
 
 // damagedCorpus writes a JSONL corpus with the cases a faithful import
 // must keep as found — a log that fails DSH's validation, a torn tail, an
-// interrupted turn — next to a valid child, a child in a later DSH format
-// and one with committed damage (both unreadable), all under parent "p".
+// interrupted turn, committed damage — next to a valid child and a child in
+// a later DSH format (unreadable), all under parent "p".
 func damagedCorpus(t *testing.T) (dir string, tmpl *dshformat.Session) {
 	t.Helper()
 	tmpl = template(t)
@@ -74,19 +74,38 @@ func TestImportKeepsDamageAsFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Imported != 5 || sum.Unreadable != 2 || sum.Skipped != 0 || sum.Conflicts != 0 || !sum.Failed() {
+	if sum.Imported != 6 || sum.Unreadable != 1 || sum.Skipped != 0 || sum.Conflicts != 0 || !sum.Failed() {
 		t.Fatalf("summary %+v", sum)
 	}
 	if r := result(t, sum, "c-later"); r.Outcome != Unreadable || !strings.Contains(r.Reason, "unsupported DSH session format version 1") {
 		t.Errorf("c-later: %+v", r)
 	}
-	if r := result(t, sum, "c-corrupt"); r.Outcome != Unreadable || !strings.Contains(r.Reason, "line 4") {
-		t.Errorf("c-corrupt: %+v", r)
+	if _, err := st.Header(ctx, "c-later"); !errors.Is(err, sqlitepersist.ErrNotFound) {
+		t.Errorf("c-later was stored: %v", err)
 	}
-	for _, id := range []string{"c-later", "c-corrupt"} {
-		if _, err := st.Header(ctx, id); !errors.Is(err, sqlitepersist.ErrNotFound) {
-			t.Errorf("%s was stored: %v", id, err)
-		}
+
+	// Committed damage: the prefix and the rest as found are stored, and
+	// the log reads back as corruption where the source's does.
+	corrupt := result(t, sum, "c-corrupt")
+	if corrupt.Outcome != Imported || !corrupt.Damaged || corrupt.Events != 3 || !strings.Contains(corrupt.Invalid, "line 4") || corrupt.Checkpointed {
+		t.Errorf("c-corrupt: %+v", corrupt)
+	}
+	found, err := src.ReadAsFound(ctx, "c-corrupt")
+	if err != nil || found.Damage == nil {
+		t.Fatalf("source: %v, %+v", err, found)
+	}
+	stored, err := st.Audit(ctx, "c-corrupt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(stored.ReadErr, sqlitepersist.ErrCorrupt) || stored.Damaged == nil ||
+		stored.Damaged.FromSeq != found.Damage.FromSeq || string(stored.Damaged.Raw) != string(found.Damage.Raw) ||
+		stored.Damaged.Encoding != string(found.Damage.Encoding) || stored.Header.Witness() != found.Header.Witness() {
+		t.Errorf("c-corrupt stored as %+v (read error %v), found %+v", stored.Damaged, stored.ReadErr, found.Damage)
+	}
+	dshfixtures.AssertSameEvents(t, "c-corrupt prefix", stored.Prefix, found.Events)
+	if _, err := st.Inspect(ctx, "c-corrupt"); !errors.Is(err, sqlitepersist.ErrCorrupt) {
+		t.Errorf("c-corrupt inspects after import: %v", err)
 	}
 
 	ok := result(t, sum, "c-ok")
@@ -139,8 +158,8 @@ func TestImportKeepsDamageAsFound(t *testing.T) {
 }
 
 // The rows of a listing are the same after the import as over the source in
-// place, except for children the source cannot read at all (listed
-// `unavailable` in place, not imported).
+// place, damaged children included, except for a child in a later DSH format
+// (listed `unavailable` in place, refused by the import).
 func TestImportListsAsBefore(t *testing.T) {
 	ctx := context.Background()
 	dir, _ := damagedCorpus(t)
@@ -165,7 +184,7 @@ func TestImportListsAsBefore(t *testing.T) {
 			want = append(want, r)
 		}
 	}
-	if len(want) != 4 {
+	if len(want) != 5 {
 		t.Fatalf("rows in place: %v", before)
 	}
 	assertSameJSON(t, "rows after import vs in place", listingJSON(after), listingJSON(want))
@@ -173,7 +192,8 @@ func TestImportListsAsBefore(t *testing.T) {
 	for _, r := range before {
 		reasons[r.ID] = r.Reason
 	}
-	if reasons["c-invalid"] != subagent.ReasonUnavailable || reasons["c-later"] != subagent.ReasonUnavailable || reasons["c-ok"] != "" {
+	if reasons["c-invalid"] != subagent.ReasonUnavailable || reasons["c-later"] != subagent.ReasonUnavailable ||
+		reasons["c-corrupt"] != subagent.ReasonUnavailable || reasons["c-ok"] != "" {
 		t.Errorf("rows in place: %v", before)
 	}
 }
@@ -218,7 +238,7 @@ func TestImportIsIdempotent(t *testing.T) {
 	importAll(t, st, Location{KindJSONL, dir})
 	before := storeDigest(t, st)
 	again := importAll(t, st, Location{KindJSONL, dir})
-	if again.Imported != 0 || again.Skipped != 5 || again.Unreadable != 2 || again.Conflicts != 0 {
+	if again.Imported != 0 || again.Skipped != 6 || again.Unreadable != 1 || again.Conflicts != 0 {
 		t.Fatalf("second import: %+v", again)
 	}
 	if r := result(t, again, "c-torn"); r.Outcome != Skipped || r.Reason == "" {
@@ -287,11 +307,14 @@ func TestImportDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !none.DryRun || none.Imported != 5 || none.Unreadable != 2 {
+	if !none.DryRun || none.Imported != 6 || none.Unreadable != 1 {
 		t.Fatalf("dry run without a database: %+v", none)
 	}
 	if r := result(t, none, "c-invalid"); r.Invalid == "" {
 		t.Errorf("dry run does not report the invalid log: %+v", r)
+	}
+	if r := result(t, none, "c-corrupt"); !r.Damaged || r.Invalid == "" {
+		t.Errorf("dry run does not report the damaged log: %+v", r)
 	}
 	if r := result(t, none, "c-interrupted"); !r.Interrupted || r.Checkpointed {
 		t.Errorf("c-interrupted: %+v", r)
@@ -309,7 +332,7 @@ func TestImportDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again.Skipped != 5 || again.Imported != 0 {
+	if again.Skipped != 6 || again.Imported != 0 {
 		t.Fatalf("dry run over an imported corpus: %+v", again)
 	}
 }
@@ -357,9 +380,9 @@ func TestImportCancelled(t *testing.T) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	sum := importAll(t, st, Location{KindJSONL, dir})
-	// Sessions are handled in id order: c-corrupt (unreadable), then
-	// c-interrupted, imported before the cancellation took effect.
-	if sum.Skipped != 1 || sum.Imported != 4 || result(t, sum, "c-interrupted").Outcome != Skipped {
+	// Sessions are handled in id order: c-corrupt, then c-interrupted,
+	// imported before the cancellation took effect.
+	if sum.Skipped != 2 || sum.Imported != 4 || result(t, sum, "c-interrupted").Outcome != Skipped {
 		t.Fatalf("import after a cancelled one: %+v", sum)
 	}
 }
