@@ -60,6 +60,45 @@ func readTornTail(ctx context.Context, q querier, id string) (*backend.TornTail,
 	return &t, nil
 }
 
+// readDamagedLog reads what an import kept of a log damaged inside its
+// committed region (migration 0005), nil when the session has none.
+func readDamagedLog(ctx context.Context, q querier, id string) (*backend.DamagedLog, error) {
+	var d backend.DamagedLog
+	err := q.QueryRow(ctx, "SELECT from_seq, reason, encoding, raw FROM damaged_logs WHERE session_id = $1", id).
+		Scan(&d.FromSeq, &d.Reason, &d.Encoding, &d.Raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if d.Raw == nil {
+		d.Raw = []byte{}
+	}
+	return &d, nil
+}
+
+// readDamagedPrefix reads an imported damaged log and the events before
+// its damage, nil when the session has none.
+func readDamagedPrefix(ctx context.Context, q querier, id string) (*backend.DamagedLog, []session.Event, error) {
+	d, err := readDamagedLog(ctx, q, id)
+	if err != nil || d == nil {
+		return nil, nil, err
+	}
+	rows, err := decodeRows(ctx, q, 0, "SELECT "+eventColumns+" FROM events WHERE session_id = $1 AND seq < $2 ORDER BY seq", id, d.FromSeq)
+	if err != nil {
+		return nil, nil, err
+	}
+	prefix, torn, err := storedlog.Split(id, rows, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if torn != nil {
+		return nil, nil, storedlog.CorruptRow(id, torn.FromSeq, torn.Reason)
+	}
+	return d, prefix, nil
+}
+
 // storedLog is a session's log read back and split at its torn tail.
 type storedLog struct {
 	state  sessionState
@@ -73,6 +112,13 @@ func scanLog(ctx context.Context, q querier, id string, lock bool) (*storedLog, 
 	st, err := readSessionState(ctx, q, id, lock)
 	if err != nil {
 		return nil, err
+	}
+	damaged, err := readDamagedLog(ctx, q, id)
+	if err != nil {
+		return nil, err
+	}
+	if damaged != nil {
+		return nil, storedlog.CorruptRow(id, damaged.FromSeq, damaged.Reason)
 	}
 	imported, err := readTornTail(ctx, q, id)
 	if err != nil {
@@ -345,7 +391,8 @@ func (s *Store) Audit(ctx context.Context, id string) (*backend.AuditRead, error
 				return gerr
 			}
 			a = &backend.AuditRead{Header: st.header, Gaps: gaps, Verified: st.verified, ReadErr: err}
-			return nil
+			a.Damaged, a.Prefix, err = readDamagedPrefix(ctx, q, id)
+			return err
 		}
 		if err != nil {
 			return err

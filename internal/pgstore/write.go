@@ -266,6 +266,40 @@ func (s *Store) ImportSession(ctx context.Context, h session.Header, events []se
 	return res, nil
 }
 
+// ImportDamagedSession implements backend.Writer: the header, the events
+// before the damage and the damage as found; the log reads back as
+// committed-row corruption at damage.FromSeq.
+func (s *Store) ImportDamagedSession(ctx context.Context, h session.Header, prefix []session.Event, damage backend.DamagedLog) (backend.ImportResult, error) {
+	if err := storedlog.DuplicateSeqs(h.ID, prefix); err != nil {
+		return backend.ImportResult{}, err
+	}
+	for _, e := range prefix {
+		if e.Seq >= damage.FromSeq {
+			return backend.ImportResult{}, dsherr.New(dsherr.InvalidInput, "import session %q: event seq %d is not before the damage at seq %d", h.ID, e.Seq, damage.FromSeq)
+		}
+	}
+	raw := damage.Raw
+	if raw == nil {
+		raw = []byte{}
+	}
+	err := s.WriteTx(ctx, func(view *Store) error {
+		q := view.tx
+		if err := insertBareHeader(ctx, q, h); err != nil {
+			return err
+		}
+		if err := insertEvents(ctx, q, h.ID, prefix); err != nil {
+			return err
+		}
+		_, err := q.Exec(ctx, "INSERT INTO damaged_logs (session_id, from_seq, reason, encoding, raw) VALUES ($1, $2, $3, $4, $5)",
+			h.ID, damage.FromSeq, damage.Reason, damage.Encoding, raw)
+		return err
+	})
+	if err != nil {
+		return backend.ImportResult{}, s.storeError(err, "import session "+h.ID)
+	}
+	return backend.ImportResult{Events: len(prefix), Invalid: storedlog.CorruptRow(h.ID, damage.FromSeq, damage.Reason)}, nil
+}
+
 // readBack is what scanLog's query returns for events just written with
 // tail: the rows below the tail's start, in seq order, decoded.
 func readBack(events []session.Event, tail *backend.TornTail) []storedlog.Decoded {
