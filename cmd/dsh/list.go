@@ -47,7 +47,6 @@ Output formats:
   agents  DSH's list_agents text: continuable children and diagnostics only,
           [running] for a child held by a live process, [ready] otherwise
           (escaped only when stdout is a terminal)
-
   tree    for people: the parent, then one line per row indented under it
           (box drawing in a UTF-8 locale, ASCII otherwise): id, state,
           mode, label
