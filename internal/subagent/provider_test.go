@@ -141,8 +141,13 @@ func TestExecProviderCancel(t *testing.T) {
 	}()
 	pid := readPid(t, pidFile)
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled run = %v", err)
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled run = %v", err)
+		}
+	case <-time.After(turnDeadline):
+		t.Fatalf("the cancelled command still runs after %s", turnDeadline)
 	}
 	processGone(t, pid)
 }

@@ -105,12 +105,44 @@ func (e *runtimeEnv) startAsync(ctx context.Context, req StartRequest) (gate str
 	gate = filepath.Join(e.t.TempDir(), "gate")
 	req.Provider = ProviderConfig{Name: ProviderExec, Command: "while [ ! -e " + gate + " ]; do sleep 0.01; done; echo ok"}
 	req.Parent, req.MaxDepth, req.Message = "p", 2, "m"
+	// A test that gives up on the turn (awaitTurn's deadline) must not
+	// leave it running: the cleanup cancels it and waits for it to end
+	// before the store closes.
+	ctx, cancel := context.WithCancel(ctx)
 	done = make(chan startDone, 1)
+	finished := make(chan struct{})
 	go func() {
+		defer close(finished)
 		res, err := e.rt.Start(ctx, req)
 		done <- startDone{res, err}
 	}()
+	e.t.Cleanup(func() {
+		cancel()
+		select {
+		case <-finished:
+		case <-time.After(turnDeadline):
+			e.t.Errorf("the turn did not end %s after it was cancelled", turnDeadline)
+		}
+	})
 	return gate, done
+}
+
+// turnDeadline bounds every wait for a turn to end, so that a turn that
+// never does (a lease loss or a cancellation missed) fails its test rather
+// than hanging the suite until go test's own timeout.
+const turnDeadline = 30 * time.Second
+
+// awaitTurn waits for a turn started by startAsync to end, failing t after
+// turnDeadline.
+func awaitTurn(t testing.TB, what string, done <-chan startDone) startDone {
+	t.Helper()
+	select {
+	case d := <-done:
+		return d
+	case <-time.After(turnDeadline):
+		t.Fatalf("%s: the turn did not end within %s", what, turnDeadline)
+		return startDone{}
+	}
 }
 
 // waitTurnRunning waits until id's turn has reached its provider: the
@@ -150,7 +182,7 @@ func TestListingWhileTurnRuns(t *testing.T) {
 				t.Fatalf("while running: %q with %d log reads, want %q from the snapshot", row, reads, want)
 			}
 			touch(t, gate)
-			d := <-done
+			d := awaitTurn(t, "after the gate opened", done)
 			if d.err != nil || d.res.Outcome.Kind != OutcomeCompleted || d.res.Outcome.Reply != "ok" {
 				t.Fatalf("start: %+v, %v", d.res, d.err)
 			}
@@ -209,7 +241,7 @@ func TestTurnCancelled(t *testing.T) {
 	_, done := e.startAsync(ctx, StartRequest{ChildID: "c", Mode: ModeContinuable, Label: labelp("w")})
 	e.waitTurnRunning("c")
 	cancel()
-	d := <-done
+	d := awaitTurn(t, "after the cancellation", done)
 	if d.err != nil || d.res.Outcome.Kind != OutcomeAborted {
 		t.Fatalf("cancelled start: %+v, %v", d.res, d.err)
 	}
@@ -237,7 +269,7 @@ func TestTurnStopsWhenLeaseLost(t *testing.T) {
 	if _, err := later.AcquireLease(e.ctx, "c", thief); err != nil {
 		t.Fatal(err)
 	}
-	d := <-done
+	d := awaitTurn(t, "after the lease was taken over", done)
 	if !errors.Is(d.err, sqlitepersist.ErrLeaseLost) {
 		t.Fatalf("start = %+v, %v; want the lease loss", d.res, d.err)
 	}
@@ -249,20 +281,25 @@ func TestTurnStopsWhenLeaseLost(t *testing.T) {
 	}
 }
 
-// holderProcessEnv, when set, makes TestHolderProcess a dsh holder: it
-// starts child "c" of "p" in the database it names, with an exec turn that
-// writes its pid and sleeps, and never finishes on its own.
+// holderProcessEnv, when set, makes the test binary a dsh holder instead of
+// running tests (see TestMain): it starts child "c" of "p" in the database
+// it names, with an exec turn that writes its pid and sleeps, and never
+// finishes on its own.
 const holderProcessEnv = "DSH_SUBAGENT_TEST_HOLDER_DB"
 
-func TestHolderProcess(t *testing.T) {
-	db := os.Getenv(holderProcessEnv)
-	if db == "" {
-		return
+func TestMain(m *testing.M) {
+	if db := os.Getenv(holderProcessEnv); db != "" {
+		os.Exit(runHolderProcess(db))
 	}
+	os.Exit(m.Run())
+}
+
+// runHolderProcess is the holder TestCrashedHolder kills.
+func runHolderProcess(db string) int {
 	st, err := sqlitepersist.Open(context.Background(), db, sqlitepersist.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		return 2
 	}
 	rt := &Runtime{Store: st, LeaseTTL: 300 * time.Millisecond, Heartbeat: 50 * time.Millisecond}
 	label := "crashy"
@@ -270,7 +307,7 @@ func TestHolderProcess(t *testing.T) {
 		Message: "long work", MaxDepth: 2,
 		Provider: ProviderConfig{Name: ProviderExec, Command: "echo $$ > " + db + ".exec.pid; exec sleep 60"}})
 	fmt.Fprintln(os.Stderr, "holder finished:", err)
-	os.Exit(3)
+	return 3
 }
 
 // A holder killed with SIGKILL mid-turn: its command dies with it, its lease
@@ -279,7 +316,7 @@ func TestHolderProcess(t *testing.T) {
 func TestCrashedHolder(t *testing.T) {
 	e := newRuntimeEnv(t)
 	db := e.st.Path()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHolderProcess$", "-test.count=1")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), holderProcessEnv+"="+db)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
