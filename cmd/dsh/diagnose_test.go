@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -200,5 +201,75 @@ func TestDiagnoseProgressClearedBeforeFindings(t *testing.T) {
 	}
 	if findings == 0 {
 		t.Fatalf("no findings printed: %q", screen.String())
+	}
+}
+
+// --fail-on at each severity, through the command: a session whose worst
+// finding has severity S fails `diagnose ID --fail-on T` (exit 1, the
+// summary naming T) exactly when S is at or above T, and passes (exit 0)
+// otherwise. The three sessions' worst findings are an info, a warning and
+// an error, as the JSON report gives them.
+func TestDiagnoseFailOnEachSeverity(t *testing.T) {
+	home := isolateEnv(t)
+	db := filepath.Join(home, "dsh.db")
+	t.Setenv("DSH_DB", db)
+	s := openSeedStore(t, db)
+	ctx := context.Background()
+	cwd := t.TempDir()
+	turn := []session.Event{
+		event(session.TypeTurnStart, 0, `{"turn":1}`),
+		event(session.TypeTurnEnd, 1, `{"turn":1,"reason":{"kind":"completed"}}`),
+	}
+	header := func(id string) session.Header { return session.Header{ID: id, CreatedAt: 1700000000000, Cwd: &cwd} }
+	if err := s.CreateSession(ctx, header("open-turn"), append(turn[:2:2], event(session.TypeTurnStart, 2, `{"turn":2}`))); err != nil {
+		t.Fatal(err)
+	}
+	tail := &sqlitepersist.TornTail{FromSeq: 2, Reason: "truncated line", Raw: []byte(`{"type":"turn/st`)}
+	if _, err := s.ImportSession(ctx, header("torn"), turn, tail); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSession(ctx, header("gap"), append(turn[:2:2], event(session.TypeTurnStart, 2, `{"turn":2}`),
+		event(session.TypeTurnEnd, 3, `{"turn":2,"reason":{"kind":"completed"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Querier().ExecContext(ctx, `DELETE FROM events WHERE session_id = 'gap' AND seq = 1`); err != nil {
+		t.Fatal(err)
+	}
+	closeSeedStore(t, s)
+
+	severities := []string{"info", "warning", "error"}
+	rank := map[string]int{"info": 0, "warning": 1, "error": 2}
+	worstSeen := map[string]bool{}
+	for _, id := range []string{"open-turn", "torn", "gap"} {
+		out, stderr, _ := runDsh(t, "diagnose", id, "-o", "json", "--fail-on", "error")
+		var doc struct {
+			Sessions []struct {
+				Findings []struct{ Severity string }
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Sessions) != 1 {
+			t.Fatalf("diagnose %s -o json: %v\n%s%s", id, err, out, stderr)
+		}
+		worst := -1
+		for _, f := range doc.Sessions[0].Findings {
+			worst = max(worst, rank[f.Severity])
+		}
+		if worst < 0 {
+			t.Fatalf("diagnose %s reports no finding", id)
+		}
+		worstSeen[severities[worst]] = true
+		for _, threshold := range severities {
+			_, stderr, code := runDsh(t, "diagnose", id, "--fail-on", threshold)
+			fails := worst >= rank[threshold]
+			switch {
+			case fails && (code != exitFound || !strings.Contains(stderr, "at or above "+threshold)):
+				t.Errorf("diagnose %s (worst %s) --fail-on %s: exit %d, stderr %q; want exit %d naming the threshold", id, severities[worst], threshold, code, stderr, exitFound)
+			case !fails && code != exitOK:
+				t.Errorf("diagnose %s (worst %s) --fail-on %s: exit %d, stderr %q; want 0", id, severities[worst], threshold, code, stderr)
+			}
+		}
+	}
+	if len(worstSeen) != 3 {
+		t.Errorf("the sessions' worst findings cover %v, want each severity", worstSeen)
 	}
 }
