@@ -6,11 +6,19 @@ import (
 	"errors"
 	"math"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/projcache"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
+
+// CheckpointTarget is where SeedCheckpoints writes: the headers the records
+// are matched against and the checkpoint records themselves.
+type CheckpointTarget interface {
+	backend.HeaderReader
+	backend.CheckpointReader
+	backend.CheckpointWriter
+}
 
 // SeedCheckpoints turns the records of DSH's projection cache file into
 // projection checkpoints in dst, so that dsh's readers use them as DSH uses
@@ -19,12 +27,12 @@ import (
 // possibly stale, never trusted beyond what a checkpoint is — watermarked at
 // the highest row seq. A record with a row dsh cannot store (a state that is
 // not JSON) is left out. It returns the number of checkpoints written.
-func SeedCheckpoints(ctx context.Context, dst *sqlitepersist.Store, file *dshformat.ProjcacheFile) (int, error) {
+func SeedCheckpoints(ctx context.Context, dst CheckpointTarget, file *dshformat.ProjcacheFile) (int, error) {
 	cache := projcache.NewCache(dst, subagent.NewRegistry())
 	written := 0
 	for _, id := range file.IDs() {
 		h, err := dst.Header(ctx, id)
-		if errors.Is(err, sqlitepersist.ErrNotFound) {
+		if errors.Is(err, backend.ErrNotFound) {
 			continue
 		}
 		if err != nil {

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 // ExportOptions configure Export.
@@ -29,10 +29,18 @@ type Exported struct {
 	Events int
 	// Torn is a torn tail the database keeps beside the log. It is not
 	// written: a DSH JSONL file holds only whole records.
-	Torn *sqlitepersist.TornTail
+	Torn *backend.TornTail
 	// Err says why the session was not written (its log has a corrupt
 	// committed row, its file already exists, …).
 	Err error
+}
+
+// ExportSource is what an export reads from a backend: raw logs, and the
+// headers that pick the sessions (a parent's tree, or every session).
+type ExportSource interface {
+	backend.LogReader
+	backend.ChildrenReader
+	backend.SessionLister
 }
 
 // Export writes each session of ids from st under dir in DSH's JSONL
@@ -42,7 +50,7 @@ type Exported struct {
 // gives the same headers and events. A session file that already exists is
 // never replaced. Per-session failures are reported in the results; only a
 // failure to read st, or cancellation, is returned as an error.
-func Export(ctx context.Context, st *sqlitepersist.Store, dir string, ids []string, opts ExportOptions) ([]Exported, error) {
+func Export(ctx context.Context, st ExportSource, dir string, ids []string, opts ExportOptions) ([]Exported, error) {
 	out := make([]Exported, 0, len(ids))
 	for i, id := range ids {
 		if err := ctx.Err(); err != nil {
@@ -60,10 +68,10 @@ func Export(ctx context.Context, st *sqlitepersist.Store, dir string, ids []stri
 	return out, nil
 }
 
-func exportOne(ctx context.Context, st *sqlitepersist.Store, dir, id string, c dshformat.Compression) (Exported, error) {
+func exportOne(ctx context.Context, st ExportSource, dir, id string, c dshformat.Compression) (Exported, error) {
 	r := Exported{ID: id}
 	a, err := st.Audit(ctx, id)
-	if errors.Is(err, sqlitepersist.ErrNotFound) {
+	if errors.Is(err, backend.ErrNotFound) {
 		r.Err = err
 		return r, nil
 	}
@@ -92,7 +100,7 @@ func exportOne(ctx context.Context, st *sqlitepersist.Store, dir, id string, c d
 // names it as parent, ordinary forks included), or with descendants the
 // whole tree, so that listing parent over the exported files walks the
 // same sessions as in st. A parent-link cycle is followed once.
-func Tree(ctx context.Context, st *sqlitepersist.Store, parent string, descendants bool) ([]string, error) {
+func Tree(ctx context.Context, st backend.ChildrenReader, parent string, descendants bool) ([]string, error) {
 	ids := []string{parent}
 	seen := map[string]bool{parent: true}
 	type frame struct {
@@ -130,7 +138,7 @@ func Tree(ctx context.Context, st *sqlitepersist.Store, parent string, descendan
 }
 
 // All returns the id of every session in st, in storage order.
-func All(ctx context.Context, st *sqlitepersist.Store) ([]string, error) {
+func All(ctx context.Context, st backend.SessionLister) ([]string, error) {
 	var ids []string
 	err := st.ListHeaders(ctx, func(h session.Header) error {
 		ids = append(ids, h.ID)
