@@ -1,0 +1,793 @@
+// Package storetest is the conformance suite of the backend contract
+// (package backend). Run checks one backend against what the contract's doc
+// comments promise: header round trips keep absent fields absent, a stale
+// writer is refused, a torn tail is cut by reads and repaired once by Load,
+// children enumerate in DSH's order, hasChildren answers from headers,
+// exactly one of many goroutines and processes gets a lease, leases expire
+// by the backend's clock, checkpoint records are kept whole and judged by
+// their witness, read-only opens write nothing, and a cancelled context
+// stops every call.
+//
+// Each backend runs it from its own tests (sqlitepersist against a file in
+// a temporary directory; a server backend against a database it creates
+// and drops), so the suite is what a new backend must pass.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/subagent"
+)
+
+// Target is how the suite makes and opens backends of one kind.
+type Target struct {
+	// New creates a fresh, empty store and returns the address Open takes
+	// and a cleanup that removes everything New created. It must work in
+	// a child process too (see the process lease race), so it takes no
+	// testing.TB.
+	New func(ctx context.Context) (addr string, cleanup func(), err error)
+	// Open opens the store at addr, read-only when readOnly is set.
+	Open func(ctx context.Context, addr string, readOnly bool) (backend.Backend, error)
+	// Fingerprint, when set, describes everything stored at addr and
+	// beside it (for a file: the directory's names, sizes and mtimes);
+	// a read-only open must leave it unchanged.
+	Fingerprint func(addr string) (string, error)
+}
+
+// childEnv carries the address a re-executed test binary races for a lease.
+const childEnv = "DSH_STORETEST_LEASE_ADDR"
+
+// Run runs the suite as subtests of t. Call it from a top-level test
+// function: the process race re-executes the test binary with -test.run
+// naming that function, and Run then acts as one racer.
+func Run(t *testing.T, target Target) {
+	if addr := os.Getenv(childEnv); addr != "" {
+		raceChild(t, target, addr)
+		return
+	}
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, e *env)
+	}{
+		{"HeaderRoundTrip", testHeaderRoundTrip},
+		{"AppendAndStaleWriter", testAppendStaleWriter},
+		{"TornTailCutThenRepairedOnce", testTornTail},
+		{"ChildrenOrder", testChildrenOrder},
+		{"HasChildren", testHasChildren},
+		{"StreamEverySession", testStreamSessions},
+		{"LeaseGoroutineRace", testLeaseGoroutines},
+		{"LeaseProcessRace", testLeaseProcesses},
+		{"LeaseExpiresByBackendClock", testLeaseExpiry},
+		{"Checkpoints", testCheckpoints},
+		{"ReadOnlyWritesNothing", testReadOnly},
+		{"Cancellation", testCancellation},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, target)) })
+	}
+}
+
+// env is one subtest's fresh store.
+type env struct {
+	t      *testing.T
+	ctx    context.Context
+	target Target
+	addr   string
+	b      backend.Backend
+}
+
+func newEnv(t *testing.T, target Target) *env {
+	ctx := context.Background()
+	addr, cleanup, err := target.New(ctx)
+	if err != nil {
+		t.Fatalf("new store: %v", err)
+	}
+	t.Cleanup(cleanup)
+	e := &env{t: t, ctx: ctx, target: target, addr: addr}
+	e.b = e.open(false)
+	return e
+}
+
+func (e *env) open(readOnly bool) backend.Backend {
+	e.t.Helper()
+	b, err := e.target.Open(e.ctx, e.addr, readOnly)
+	if err != nil {
+		e.t.Fatalf("open %s (read-only %v): %v", e.addr, readOnly, err)
+	}
+	e.t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func root(id string, createdAt int64) session.Header {
+	return session.Header{ID: id, CreatedAt: createdAt, Cwd: ptr("/work/project")}
+}
+
+func child(id, parent string, createdAt int64) session.Header {
+	h := root(id, createdAt)
+	h.ParentSession, h.Origin, h.DelegationDepth = ptr(parent), ptr(session.OriginSubagent), ptr(int64(1))
+	return h
+}
+
+// turn returns one completed turn (user message, one step, answer) whose
+// first event has seq from and whose turn number is n.
+func turn(from int64, n int) []session.Event {
+	var out []session.Event
+	add := func(typ, data string, surface bool) {
+		ev := session.Event{Type: typ, Seq: from + int64(len(out)), Time: 1_700_000_000_000 + from + int64(len(out)), Data: json.RawMessage(data)}
+		if surface {
+			ev.SurfaceOp = json.RawMessage(`"append"`)
+		}
+		out = append(out, ev)
+	}
+	add(session.TypeTurnStart, fmt.Sprintf(`{"turn":%d}`, n), false)
+	add(session.TypeUserMessage, fmt.Sprintf(`{"content":[{"type":"text","text":"q%d"}],"source":{"kind":"user"},"role":"user","id":"u-%d"}`, n, from), true)
+	add(session.TypeStepStart, fmt.Sprintf(`{"turn":%d,"step":1}`, n), false)
+	add(session.TypeAssistantMsg, fmt.Sprintf(`{"turn":%d,"step":1,"message":{"id":"a-%d","role":"assistant","content":[{"type":"text","text":"a%d"}],"source":{"kind":"model","provider":"echo","model":"echo-1"}}}`, n, from, n), true)
+	add(session.TypeStepEnd, fmt.Sprintf(`{"turn":%d,"step":1}`, n), false)
+	add(session.TypeTurnEnd, fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, n), false)
+	return out
+}
+
+func (e *env) create(h session.Header, events []session.Event) {
+	e.t.Helper()
+	if err := e.b.CreateSession(e.ctx, h, events); err != nil {
+		e.t.Fatalf("create %s: %v", h.ID, err)
+	}
+}
+
+func (e *env) inspect(b backend.LogReader, id string) *backend.Inspection {
+	e.t.Helper()
+	in, err := b.Inspect(e.ctx, id)
+	if err != nil {
+		e.t.Fatalf("inspect %s: %v", id, err)
+	}
+	return in
+}
+
+// dump renders what the contract lets a reader see of the store: every
+// header with its log as Audit reads it, the leases and the checkpoint
+// records.
+func (e *env) dump(b backend.Backend) string {
+	e.t.Helper()
+	var sb strings.Builder
+	err := b.ListHeaders(e.ctx, func(h session.Header) error {
+		a, err := b.Audit(e.ctx, h.ID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&sb, "%s %+v events=%d torn=%+v closers=%d gaps=%v err=%v\n", h.ID, headerString(h), len(a.Events), a.Torn, len(a.Closers), a.Gaps, a.ReadErr)
+		return nil
+	})
+	if err != nil {
+		e.t.Fatalf("dump sessions: %v", err)
+	}
+	leases, err := b.Leases(e.ctx)
+	if err != nil {
+		e.t.Fatalf("dump leases: %v", err)
+	}
+	fmt.Fprintf(&sb, "leases %+v\n", leases)
+	err = b.EachCheckpoint(e.ctx, func(r backend.CheckpointRecord) error {
+		fmt.Fprintf(&sb, "checkpoint %s %d %s\n", headerString(r.Witness), r.AsOfSeq, r.Rows)
+		return nil
+	})
+	if err != nil {
+		e.t.Fatalf("dump checkpoints: %v", err)
+	}
+	return sb.String()
+}
+
+// headerString shows every field, telling an absent field from a zero one.
+func headerString(h session.Header) string {
+	s := func(p *string) string {
+		if p == nil {
+			return "<absent>"
+		}
+		return fmt.Sprintf("%q", *p)
+	}
+	i := func(p *int64) string {
+		if p == nil {
+			return "<absent>"
+		}
+		return fmt.Sprint(*p)
+	}
+	return fmt.Sprintf("{v%d %q %d cwd=%s parent=%s seed=%s origin=%s depth=%s preset=%s}", h.Version, h.ID, h.CreatedAt,
+		s(h.Cwd), s(h.ParentSession), i(h.SeedLength), s(h.Origin), i(h.DelegationDepth), s(h.AgentPreset))
+}
+
+func testHeaderRoundTrip(t *testing.T, e *env) {
+	absent := session.Header{ID: "absent", CreatedAt: 5}
+	zero := session.Header{ID: "zero", CreatedAt: 0, Cwd: ptr(""), ParentSession: ptr("absent"), SeedLength: ptr(int64(0)),
+		Origin: ptr(session.OriginSubagent), DelegationDepth: ptr(int64(0)), AgentPreset: ptr("")}
+	full := session.Header{ID: "full ✓ \u0301 id", CreatedAt: 1_789_000_000_123, Cwd: ptr("/home/dev/p"), ParentSession: ptr("absent"),
+		SeedLength: ptr(int64(6)), Origin: ptr("fork"), DelegationDepth: ptr(int64(3)), AgentPreset: ptr("reviewer")}
+	for _, h := range []session.Header{absent, zero, full} {
+		if _, err := e.b.ImportSession(e.ctx, h, nil, nil); err != nil {
+			t.Fatalf("import %s: %v", h.ID, err)
+		}
+	}
+	reopened := e.open(true)
+	for _, h := range []session.Header{absent, zero, full} {
+		for name, b := range map[string]backend.Backend{"same open": e.b, "read-only reopen": reopened} {
+			got, err := b.Header(e.ctx, h.ID)
+			if err != nil {
+				t.Fatalf("%s: Header(%q): %v", name, h.ID, err)
+			}
+			if !reflect.DeepEqual(got, h) {
+				t.Errorf("%s: Header(%q) =\n  %s\nwant\n  %s", name, h.ID, headerString(got), headerString(h))
+			}
+		}
+	}
+	var kids []string
+	err := e.b.ChildrenOf(e.ctx, "absent", func(h session.Header) error {
+		want := map[string]session.Header{zero.ID: zero, full.ID: full}[h.ID]
+		if !reflect.DeepEqual(h, want) {
+			t.Errorf("ChildrenOf header = %s, want %s", headerString(h), headerString(want))
+		}
+		kids = append(kids, h.ID)
+		return nil
+	})
+	if err != nil || len(kids) != 2 {
+		t.Errorf("ChildrenOf(absent) = %q, %v; want the two children", kids, err)
+	}
+	if _, err := e.b.Header(e.ctx, "nope"); !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("Header(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+func testAppendStaleWriter(t *testing.T, e *env) {
+	h := root("s", 1)
+	first := turn(0, 1)
+	e.create(h, first)
+	if err := e.b.CreateSession(e.ctx, h, nil); !errors.Is(err, backend.ErrDuplicate) {
+		t.Fatalf("second CreateSession = %v, want ErrDuplicate", err)
+	}
+	second := turn(int64(len(first)), 2)
+	if err := e.b.Append(e.ctx, "s", int64(len(first)), second); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	before := e.dump(e.b)
+	// A writer that read the log before the second turn is stale.
+	err := e.b.Append(e.ctx, "s", int64(len(first)), turn(int64(len(first)), 2))
+	var stale *backend.StaleWriterError
+	if !errors.As(err, &stale) || dsherr.CodeOf(err) != dsherr.StaleWriter ||
+		stale.Expected != int64(len(first)) || stale.Stored != int64(len(first)+len(second)) {
+		t.Fatalf("stale Append = %v, want STALE_WRITER expecting %d, stored %d", err, len(first), len(first)+len(second))
+	}
+	// An event that breaks DSH's rules (a surface event without its
+	// surfaceOp) is refused, and the whole batch with it.
+	bad := turn(int64(len(first)+len(second)), 3)
+	bad[1].SurfaceOp = nil
+	var invalid *session.ValidationError
+	if err := e.b.Append(e.ctx, "s", int64(len(first)+len(second)), bad); !errors.As(err, &invalid) {
+		t.Fatalf("invalid Append = %v, want a *session.ValidationError", err)
+	}
+	if after := e.dump(e.b); after != before {
+		t.Fatalf("refused appends wrote:\n%s\nwant\n%s", after, before)
+	}
+	if err := e.b.Append(e.ctx, "s", 0, nil); err != nil {
+		t.Errorf("empty Append = %v, want a no-op", err)
+	}
+	in := e.inspect(e.b, "s")
+	if len(in.Events) != len(first)+len(second) || in.Torn != nil || len(in.Closers) != 0 {
+		t.Fatalf("Inspect after appends: %d events, torn %+v, %d closers", len(in.Events), in.Torn, len(in.Closers))
+	}
+	for i, ev := range in.Events {
+		want := append(append([]session.Event{}, first...), second...)[i]
+		if ev.Seq != want.Seq || ev.Type != want.Type || string(ev.Data) != string(want.Data) {
+			t.Fatalf("event %d = %+v, want %+v", i, ev, want)
+		}
+	}
+	if err := e.b.Append(e.ctx, "nope", 0, turn(0, 1)); !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("Append to unknown = %v, want ErrNotFound", err)
+	}
+}
+
+func testTornTail(t *testing.T, e *env) {
+	committed := turn(0, 1)
+	open := turn(int64(len(committed)), 2)[:2] // turn/start and the user message
+	events := append(append([]session.Event{}, committed...), open...)
+	tail := &backend.TornTail{FromSeq: int64(len(events)), Reason: "unterminated line", Raw: []byte(`{"type":"step/st`)}
+	res, err := e.b.ImportSession(e.ctx, root("torn", 1), events, tail)
+	if err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	if res.Torn == nil || res.Verified {
+		t.Fatalf("import result = %+v, want a torn, unverified log", res)
+	}
+	before := e.dump(e.b)
+	for range 2 {
+		in := e.inspect(e.b, "torn")
+		if in.Torn == nil || in.Torn.FromSeq != tail.FromSeq || len(in.Events) != len(events) || len(in.Closers) == 0 {
+			t.Fatalf("Inspect = %d events, torn %+v, %d closers; want %d events, the tail from %d, closers for the open turn",
+				len(in.Events), in.Torn, len(in.Closers), len(events), tail.FromSeq)
+		}
+	}
+	if after := e.dump(e.b); after != before {
+		t.Fatalf("Inspect wrote:\n%s\nwant\n%s", after, before)
+	}
+	loaded, err := e.b.Load(e.ctx, "torn")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if loaded.Torn == nil || len(loaded.Closers) == 0 {
+		t.Fatalf("first Load = torn %+v, %d closers; want the tail removed and the turn closed", loaded.Torn, len(loaded.Closers))
+	}
+	repaired := e.dump(e.b)
+	again, err := e.b.Load(e.ctx, "torn")
+	if err != nil {
+		t.Fatalf("second Load: %v", err)
+	}
+	if again.Torn != nil || len(again.Closers) != 0 || len(again.Events) != len(events)+len(loaded.Closers) {
+		t.Fatalf("second Load = %d events, torn %+v, %d closers; want nothing left to repair", len(again.Events), again.Torn, len(again.Closers))
+	}
+	if after := e.dump(e.b); after != repaired {
+		t.Fatalf("second Load wrote:\n%s\nwant\n%s", after, repaired)
+	}
+	in := e.inspect(e.b, "torn")
+	if in.Torn != nil || len(in.Closers) != 0 || len(in.Events) != len(events)+len(loaded.Closers) {
+		t.Fatalf("Inspect after repair = %d events, torn %+v", len(in.Events), in.Torn)
+	}
+	// The repaired log takes appends again.
+	next := int64(len(in.Events))
+	if err := e.b.Append(e.ctx, "torn", next, turn(next, 3)); err != nil {
+		t.Fatalf("Append after repair: %v", err)
+	}
+}
+
+func testChildrenOrder(t *testing.T, e *env) {
+	e.create(root("p", 1), nil)
+	// Inserted out of order; equal createdAt are ordered as JavaScript's
+	// localeCompare orders the ids: punctuation, digits, then letters,
+	// lowercase before uppercase, no numeric ordering.
+	ids := []string{"b", "B", "9", "_x", "a", "10"}
+	for _, id := range ids {
+		e.create(child(id, "p", 50), nil)
+	}
+	e.create(child("late", "p", 90), nil)
+	e.create(child("early", "p", 10), nil)
+	var created []int64
+	err := e.b.ChildrenOf(e.ctx, "p", func(h session.Header) error {
+		created = append(created, h.CreatedAt)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(created); i++ {
+		if created[i] < created[i-1] {
+			t.Fatalf("ChildrenOf createdAt order = %v, want ascending", created)
+		}
+	}
+	c, err := corpus.Load(e.ctx, e.b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := c.Children(e.ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Header.ID)
+	}
+	want := []string{"early", "_x", "10", "9", "a", "b", "B", "late"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("children in DSH order = %q, want %q", got, want)
+	}
+}
+
+func testHasChildren(t *testing.T, e *env) {
+	e.create(root("p", 1), nil)
+	e.create(root("q", 1), nil)
+	e.create(child("c", "p", 2), nil)
+	ordinary := root("o", 2)
+	ordinary.ParentSession = ptr("q")
+	e.create(ordinary, nil)
+	for id, want := range map[string]bool{"p": true, "q": false, "c": false, "o": false, "unknown": false} {
+		got, err := e.b.HasSubagentChild(e.ctx, id)
+		if err != nil || got != want {
+			t.Errorf("HasSubagentChild(%q) = %v, %v; want %v", id, got, err, want)
+		}
+	}
+	got, err := e.b.SubagentParents(e.ctx, []string{"p", "q", "c", "o", "unknown"})
+	if err != nil || !reflect.DeepEqual(got, map[string]bool{"p": true}) {
+		t.Errorf("SubagentParents = %v, %v; want only p", got, err)
+	}
+}
+
+func testStreamSessions(t *testing.T, e *env) {
+	e.create(root("r2", 2), nil)
+	e.create(root("r1", 1), nil)
+	e.create(child("c1", "r1", 3), nil)
+	e.create(child("c2", "r1", 4), nil)
+	ordinary := root("o", 5)
+	ordinary.ParentSession = ptr("r2")
+	e.create(ordinary, nil)
+	var all []string
+	if err := e.b.ListHeaders(e.ctx, func(h session.Header) error { all = append(all, h.ID); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 5 {
+		t.Errorf("ListHeaders = %q, want 5 sessions", all)
+	}
+	for sub, want := range map[bool]int{false: 5, true: 2} {
+		if n, err := e.b.CountSessions(e.ctx, sub); err != nil || n != want {
+			t.Errorf("CountSessions(subagentOnly=%v) = %d, %v; want %d", sub, n, err, want)
+		}
+	}
+	for sub, want := range map[bool][]string{false: {"r1", "r2"}, true: {"r1"}} {
+		var parents []string
+		if err := e.b.EachParent(e.ctx, sub, func(p string) error { parents = append(parents, p); return nil }); err != nil || !reflect.DeepEqual(parents, want) {
+			t.Errorf("EachParent(subagentOnly=%v) = %q, %v; want %q", sub, parents, err, want)
+		}
+	}
+	var roots []string
+	if err := e.b.RootHeaders(e.ctx, false, func(h session.Header) error { roots = append(roots, h.ID); return nil }); err != nil || !reflect.DeepEqual(roots, []string{"r1", "r2"}) {
+		t.Errorf("RootHeaders = %q, %v; want r1, r2 by createdAt", roots, err)
+	}
+}
+
+func holder(id string, ttl time.Duration) backend.LeaseHolder {
+	return backend.LeaseHolder{ID: id, PID: os.Getpid(), Host: "storetest", TTL: ttl}
+}
+
+func testLeaseGoroutines(t *testing.T, e *env) {
+	e.create(root("p", 1), nil)
+	e.create(child("c", "p", 2), nil)
+	const racers = 8
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		winners  []string
+		failures []error
+	)
+	start := make(chan struct{})
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("g%d", i)
+			<-start
+			_, err := e.b.AcquireLease(e.ctx, "c", holder(id, time.Minute))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				winners = append(winners, id)
+			case !errors.Is(err, backend.ErrLeaseHeld):
+				failures = append(failures, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(winners) != 1 || len(failures) != 0 {
+		t.Fatalf("winners %q, other failures %v; want exactly one holder and ErrLeaseHeld for the rest", winners, failures)
+	}
+	ls, err := e.b.Leases(e.ctx)
+	if err != nil || len(ls) != 1 || ls[0].Holder != winners[0] {
+		t.Fatalf("Leases = %+v, %v; want the one winner %s", ls, err, winners[0])
+	}
+}
+
+// raceResult is what a racing process prints.
+const raceResult = "storetest-lease-race: "
+
+func testLeaseProcesses(t *testing.T, e *env) {
+	e.create(root("p", 1), nil)
+	e.create(child("c", "p", 2), nil)
+	const racers = 4
+	outs := make([]strings.Builder, racers)
+	cmds := make([]*exec.Cmd, racers)
+	top, _, _ := strings.Cut(t.Name(), "/")
+	for i := range cmds {
+		cmd := exec.CommandContext(e.ctx, os.Args[0], "-test.run=^"+top+"$", "-test.count=1")
+		cmd.Env = append(os.Environ(), childEnv+"="+e.addr)
+		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+		cmds[i] = cmd
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	won, held := 0, 0
+	for i, cmd := range cmds {
+		err := cmd.Wait()
+		out := outs[i].String()
+		switch {
+		case err != nil:
+			t.Errorf("racer %d: %v\n%s", i, err, out)
+		case strings.Contains(out, raceResult+"acquired"):
+			won++
+		case strings.Contains(out, raceResult+"held"):
+			held++
+		default:
+			t.Errorf("racer %d printed no result:\n%s", i, out)
+		}
+	}
+	if won != 1 || held != racers-1 {
+		t.Fatalf("%d processes acquired and %d were refused; want exactly one holder", won, held)
+	}
+}
+
+// raceChild is Run in a re-executed test binary: open the store, take the
+// lease on "c" once, print the outcome.
+func raceChild(t *testing.T, target Target, addr string) {
+	ctx := context.Background()
+	b, err := target.Open(ctx, addr, false)
+	if err != nil {
+		t.Fatalf("racer: open %s: %v", addr, err)
+	}
+	defer b.Close()
+	_, err = b.AcquireLease(ctx, "c", holder(fmt.Sprintf("pid-%d", os.Getpid()), time.Minute))
+	switch {
+	case err == nil:
+		fmt.Println(raceResult + "acquired")
+	case errors.Is(err, backend.ErrLeaseHeld):
+		fmt.Println(raceResult + "held")
+	default:
+		t.Fatalf("racer: AcquireLease: %v", err)
+	}
+}
+
+func testLeaseExpiry(t *testing.T, e *env) {
+	e.create(root("p", 1), nil)
+	e.create(child("c", "p", 2), nil)
+	const ttl = 300 * time.Millisecond
+	first := holder("first", ttl)
+	before, err := e.b.Now(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.b.AcquireLease(e.ctx, "c", first); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := e.b.Now(e.ctx)
+	ls, err := e.b.Leases(e.ctx)
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("Leases = %+v, %v", ls, err)
+	}
+	l := ls[0]
+	if l.AcquiredAt < before.UnixMilli() || l.AcquiredAt > after.UnixMilli() || l.ExpiresAt != l.AcquiredAt+ttl.Milliseconds() {
+		t.Fatalf("lease times %+v: want acquired between %d and %d by the backend's clock, expiring %s later",
+			l, before.UnixMilli(), after.UnixMilli(), ttl)
+	}
+	live, err := e.b.LiveSessions(e.ctx)
+	if _, ok := live["c"]; err != nil || !ok {
+		t.Fatalf("LiveSessions before expiry = %v, %v; want c", live, err)
+	}
+	if _, err := e.b.AcquireLease(e.ctx, "c", holder("second", ttl)); !errors.Is(err, backend.ErrLeaseHeld) {
+		t.Fatalf("acquire of a live lease = %v, want ErrLeaseHeld", err)
+	}
+	for {
+		now, err := e.b.Now(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now.UnixMilli() >= l.ExpiresAt {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	live, err = e.b.LiveSessions(e.ctx)
+	if _, ok := live["c"]; err != nil || ok {
+		t.Fatalf("LiveSessions after expiry = %v, %v; want c gone", live, err)
+	}
+	replaced, err := e.b.AcquireLease(e.ctx, "c", holder("second", time.Minute))
+	if err != nil || replaced == nil || replaced.Holder != "first" {
+		t.Fatalf("takeover = %+v, %v; want first's expired lease replaced", replaced, err)
+	}
+	if err := e.b.HeartbeatLease(e.ctx, "c", first, nil); !errors.Is(err, backend.ErrLeaseLost) {
+		t.Errorf("old holder's heartbeat = %v, want ErrLeaseLost", err)
+	}
+	if err := e.b.ReleaseLease(e.ctx, "c", first); !errors.Is(err, backend.ErrLeaseLost) {
+		t.Errorf("old holder's release = %v, want ErrLeaseLost", err)
+	}
+	snap := &backend.LiveSnapshot{Subagent: json.RawMessage(`{"mode":"continuable","label":"x","seq":0}`), AsOfSeq: 0}
+	if err := e.b.HeartbeatLease(e.ctx, "c", holder("second", time.Minute), snap); err != nil {
+		t.Fatalf("heartbeat with snapshot: %v", err)
+	}
+	live, err = e.b.LiveSessions(e.ctx)
+	if got := live["c"]; err != nil || got.Holder != "second" || string(got.Subagent) != string(snap.Subagent) {
+		t.Fatalf("LiveSessions = %+v, %v; want second's published snapshot", live, err)
+	}
+	if err := e.b.ReleaseLease(e.ctx, "c", holder("second", time.Minute)); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if ls, err := e.b.Leases(e.ctx); err != nil || len(ls) != 0 {
+		t.Fatalf("Leases after release = %+v, %v", ls, err)
+	}
+}
+
+func testCheckpoints(t *testing.T, e *env) {
+	e.create(root("p", 1), nil)
+	h := child("c", "p", 2)
+	desc := session.Event{Type: session.TypeDescriptor, Seq: 0, Time: 3, Data: json.RawMessage(`{"version":2,"mode":"continuable","provider":"spawn","label":"w"}`)}
+	e.create(h, []session.Event{desc})
+	reg := subagent.NewRegistry()
+	fold := reg.NewFold()
+	fold.Apply(desc)
+	cp, err := fold.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := projcache.NewCache(e.b, reg)
+	if err := cache.Put(e.ctx, h, 0, cp); err != nil {
+		t.Fatal(err)
+	}
+	rec, found, err := e.b.Checkpoint(e.ctx, "c")
+	if err != nil || !found || !reflect.DeepEqual(rec.Witness, h) || rec.AsOfSeq != 0 {
+		t.Fatalf("Checkpoint = %s %d %v, %v; want the witness as written", headerString(rec.Witness), rec.AsOfSeq, found, err)
+	}
+	if l, err := cache.Lookup(e.ctx, h); err != nil || l.Status != projcache.Hit || l.Values[subagent.UnitKey] == nil {
+		t.Fatalf("Lookup = %+v, %v; want a hit with the subagent view", l, err)
+	}
+	// The witness: an absent field is not a zero one.
+	other := h
+	other.DelegationDepth = nil
+	if l, err := cache.Lookup(e.ctx, other); err != nil || l.Status != projcache.Foreign {
+		t.Errorf("Lookup with delegationDepth absent = %v, %v; want foreign", l.Status, err)
+	}
+	// A row at another state version is discarded, not served.
+	old := backend.CheckpointRecord{Witness: h, AsOfSeq: 0, Rows: []byte(`{"subagent":{"ver":999,"seq":0,"val":null}}`)}
+	if err := e.b.PutCheckpoint(e.ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := cache.Lookup(e.ctx, h); err != nil || l.Status != projcache.Hit || l.Values[subagent.UnitKey] != nil || l.Dropped[subagent.UnitKey] == "" {
+		t.Errorf("Lookup of a row at another version = %+v, %v; want it dropped", l, err)
+	}
+	// A record is replaced whole: nothing of the older one survives.
+	whole := backend.CheckpointRecord{Witness: other, AsOfSeq: 7, Rows: []byte(`{}`)}
+	if err := e.b.PutCheckpoint(e.ctx, whole); err != nil {
+		t.Fatal(err)
+	}
+	if rec, found, err := e.b.Checkpoint(e.ctx, "c"); err != nil || !found || !reflect.DeepEqual(rec, whole) {
+		t.Fatalf("Checkpoint after replace = %+v, %v, %v; want %+v", rec, found, err, whole)
+	}
+	// Enumeration: by parent, by ids, every record.
+	h2 := child("d", "p", 3)
+	e.create(h2, []session.Event{desc})
+	if err := e.b.PutCheckpoint(e.ctx, backend.CheckpointRecord{Witness: h2, AsOfSeq: 0, Rows: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	collect := func(each func(fn func(backend.CheckpointRecord) error) error) []string {
+		var ids []string
+		if err := each(func(r backend.CheckpointRecord) error { ids = append(ids, r.Witness.ID); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	if ids := collect(func(fn func(backend.CheckpointRecord) error) error { return e.b.EachCheckpoint(e.ctx, fn) }); !reflect.DeepEqual(ids, []string{"c", "d"}) {
+		t.Errorf("EachCheckpoint = %q, want c, d", ids)
+	}
+	if ids := collect(func(fn func(backend.CheckpointRecord) error) error { return e.b.ChildCheckpoints(e.ctx, "p", fn) }); len(ids) != 2 {
+		t.Errorf("ChildCheckpoints(p) = %q, want c and d", ids)
+	}
+	if ids := collect(func(fn func(backend.CheckpointRecord) error) error {
+		return e.b.CheckpointsOf(e.ctx, []string{"d", "nope"}, fn)
+	}); !reflect.DeepEqual(ids, []string{"d"}) {
+		t.Errorf("CheckpointsOf(d, nope) = %q, want d", ids)
+	}
+	if err := e.b.DeleteCheckpoint(e.ctx, "d"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.b.DeleteCheckpoint(e.ctx, "d"); err != nil {
+		t.Errorf("deleting a missing record = %v, want no error", err)
+	}
+	if _, found, err := e.b.Checkpoint(e.ctx, "d"); err != nil || found {
+		t.Errorf("Checkpoint after delete: found %v, %v", found, err)
+	}
+	if n, err := e.b.ClearCheckpoints(e.ctx); err != nil || n != 1 {
+		t.Errorf("ClearCheckpoints = %d, %v; want 1", n, err)
+	}
+}
+
+func testReadOnly(t *testing.T, e *env) {
+	e.create(root("p", 1), turn(0, 1))
+	e.create(child("c", "p", 2), nil)
+	if _, err := e.b.ImportSession(e.ctx, root("torn", 3), turn(0, 1)[:3], &backend.TornTail{FromSeq: 3, Reason: "cut", Raw: []byte("{")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fingerprint := func() string {
+		if e.target.Fingerprint == nil {
+			return ""
+		}
+		f, err := e.target.Fingerprint(e.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	beforeFiles := fingerprint()
+	ro := e.open(true)
+	if !ro.ReadOnly() {
+		t.Fatal("a read-only open says it is writable")
+	}
+	before := e.dump(ro)
+	e.inspect(ro, "torn")
+	if _, err := ro.InspectTypes(e.ctx, "p", session.TypeTurnEnd); err != nil {
+		t.Fatal(err)
+	}
+	writes := map[string]func() error{
+		"CreateSession": func() error { return ro.CreateSession(e.ctx, root("new", 1), nil) },
+		"Append":        func() error { return ro.Append(e.ctx, "p", 6, turn(6, 2)) },
+		"Load":          func() error { _, err := ro.Load(e.ctx, "torn"); return err },
+		"ImportSession": func() error { _, err := ro.ImportSession(e.ctx, root("imp", 1), nil, nil); return err },
+		"AcquireLease":  func() error { _, err := ro.AcquireLease(e.ctx, "c", holder("h", time.Minute)); return err },
+		"PutCheckpoint": func() error {
+			return ro.PutCheckpoint(e.ctx, backend.CheckpointRecord{Witness: root("p", 1), AsOfSeq: -1, Rows: []byte(`{}`)})
+		},
+		"ClearCheckpoints": func() error { _, err := ro.ClearCheckpoints(e.ctx); return err },
+		"Update":           func() error { return ro.Update(e.ctx, func(backend.Store) error { return nil }) },
+	}
+	for name, write := range writes {
+		if err := write(); err == nil {
+			t.Errorf("%s on a read-only open succeeded", name)
+		}
+	}
+	if after := e.dump(ro); after != before {
+		t.Errorf("read-only open changed the store:\n%s\nwant\n%s", after, before)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if afterFiles := fingerprint(); afterFiles != beforeFiles {
+		t.Errorf("read-only open changed what is stored:\n%s\nwant\n%s", afterFiles, beforeFiles)
+	}
+}
+
+func testCancellation(t *testing.T, e *env) {
+	e.create(root("p", 1), turn(0, 1))
+	e.create(child("c", "p", 2), nil)
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	calls := map[string]func() error{
+		"Header":     func() error { _, err := e.b.Header(ctx, "p"); return err },
+		"ChildrenOf": func() error { return e.b.ChildrenOf(ctx, "p", func(session.Header) error { return nil }) },
+		"ListHeaders": func() error {
+			return e.b.ListHeaders(ctx, func(session.Header) error { return nil })
+		},
+		"Inspect":       func() error { _, err := e.b.Inspect(ctx, "p"); return err },
+		"Audit":         func() error { _, err := e.b.Audit(ctx, "p"); return err },
+		"CreateSession": func() error { return e.b.CreateSession(ctx, root("new", 1), nil) },
+		"Append":        func() error { return e.b.Append(ctx, "p", 6, turn(6, 2)) },
+		"AcquireLease":  func() error { _, err := e.b.AcquireLease(ctx, "c", holder("h", time.Minute)); return err },
+		"LiveSessions":  func() error { _, err := e.b.LiveSessions(ctx); return err },
+		"Now":           func() error { _, err := e.b.Now(ctx); return err },
+		"View":          func() error { return e.b.View(ctx, func(backend.Store) error { return nil }) },
+		"Update":        func() error { return e.b.Update(ctx, func(backend.Store) error { return nil }) },
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context = %v, want context.Canceled", name, err)
+		}
+	}
+	in := e.inspect(e.b, "p")
+	if len(in.Events) != 6 {
+		t.Errorf("cancelled calls changed p: %d events", len(in.Events))
+	}
+	if _, err := e.b.Header(e.ctx, "new"); !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("a cancelled CreateSession stored the session: %v", err)
+	}
+}
