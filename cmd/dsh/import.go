@@ -37,13 +37,16 @@ found, so each session lists and diagnoses the same after the import as in
 the source. Each session is
 written in its own transaction, with the projection checkpoint of its log
 when the log reads and folds. Importing again is safe: a session already in
-the database with the same lifecycle is skipped; one whose lifecycle differs
-is a conflict and is never overwritten. A session the source cannot offer
+the database with the same lifecycle and log is skipped; when the source's log
+has grown since (the stored log is its start), the new events are appended,
+validated as any append; a session whose lifecycle or stored log differs is a
+conflict and is never overwritten. A session the source cannot offer
 (a file whose header cannot be read, an id found in two files, a later DSH
 format version) is unreadable, reported with its file, and not imported.
 
-Prints one row per session: its outcome (imported, skipped, conflict,
-unreadable), events and details. A summary line goes to stderr; --dry-run
+Prints one row per session: its outcome (imported, appended, skipped,
+conflict, unreadable), events (for appended: the events appended) and
+details. A summary line goes to stderr; --dry-run
 reads and judges everything and writes nothing. A progress bar is drawn on
 stderr when it is a terminal (--progress forces it, --quiet silences it and
 the summary line).
@@ -154,6 +157,7 @@ type importSessionView struct {
 type importSummaryView struct {
 	DryRun     bool `json:"dryRun"`
 	Imported   int  `json:"imported"`
+	Appended   int  `json:"appended"`
 	Skipped    int  `json:"skipped"`
 	Conflicts  int  `json:"conflicts"`
 	Unreadable int  `json:"unreadable"`
@@ -208,7 +212,7 @@ var importColumns = []render.Column[importSessionView]{
 }
 
 func printImport(p *render.Printer, sum transfer.Summary) error {
-	summary := importSummaryView{DryRun: sum.DryRun, Imported: sum.Imported, Skipped: sum.Skipped,
+	summary := importSummaryView{DryRun: sum.DryRun, Imported: sum.Imported, Appended: sum.Appended, Skipped: sum.Skipped,
 		Conflicts: sum.Conflicts, Unreadable: sum.Unreadable, Events: sum.Events}
 	views := make([]importSessionView, len(sum.Results))
 	for i, r := range sum.Results {
@@ -241,10 +245,10 @@ func printImport(p *render.Printer, sum transfer.Summary) error {
 
 // importSummaryLine is the import in one line.
 func importSummaryLine(sum transfer.Summary) string {
-	verb := "imported"
+	verb, appended := "imported", "appended to"
 	if sum.DryRun {
-		verb = "would import"
+		verb, appended = "would import", "would append to"
 	}
-	return fmt.Sprintf("%s %d session(s) (%d events), skipped %d, %d conflict(s), %d unreadable",
-		verb, sum.Imported, sum.Events, sum.Skipped, sum.Conflicts, sum.Unreadable)
+	return fmt.Sprintf("%s %d session(s), %s %d (%d events), skipped %d, %d conflict(s), %d unreadable",
+		verb, sum.Imported, appended, sum.Appended, sum.Events, sum.Skipped, sum.Conflicts, sum.Unreadable)
 }

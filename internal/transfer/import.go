@@ -1,9 +1,11 @@
 package transfer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
@@ -21,11 +23,16 @@ type Outcome string
 const (
 	// Imported: the session was copied (with DryRun: would be).
 	Imported Outcome = "imported"
-	// Skipped: the database already holds the id with the same lifecycle
-	// witness; nothing was read or written.
+	// Appended: the database held the session with a shorter log, equal to
+	// the start of the source's; the source's later events were appended,
+	// validated as any append (with DryRun: would be).
+	Appended Outcome = "appended"
+	// Skipped: the database already holds the session with the same
+	// lifecycle witness and the source's log, or a longer log starting with
+	// it; nothing was written.
 	Skipped Outcome = "skipped"
-	// Conflict: the database holds the id with another lifecycle; nothing
-	// was written.
+	// Conflict: the database holds the id with another lifecycle, or with a
+	// log the source's does not continue; nothing was written.
 	Conflict Outcome = "conflict"
 	// Unreadable: the source cannot offer the session (a refused format
 	// version, an unreadable header, an id in two files, a log over dsh's
@@ -43,7 +50,8 @@ type Result struct {
 	Outcome  Outcome
 	// Reason says why a session was skipped, conflicting or unreadable.
 	Reason string
-	// Events is the number of events stored (or, with DryRun, to store).
+	// Events is the number of events stored (or, with DryRun, to store);
+	// for Appended, the number appended.
 	Events int
 	// What an imported log was kept with, as found.
 	Torn *sqlitepersist.TornTail // a torn tail, stored beside the log
@@ -64,10 +72,12 @@ type Result struct {
 type Summary struct {
 	DryRun     bool
 	Imported   int
+	Appended   int
 	Skipped    int
 	Conflicts  int
 	Unreadable int
-	// Events counts the events of the imported sessions.
+	// Events counts the events of the imported sessions and those
+	// appended.
 	Events  int
 	Results []Result
 }
@@ -80,6 +90,9 @@ func (s *Summary) add(r Result) {
 	switch r.Outcome {
 	case Imported:
 		s.Imported++
+		s.Events += r.Events
+	case Appended:
+		s.Appended++
 		s.Events += r.Events
 	case Skipped:
 		s.Skipped++
@@ -111,9 +124,12 @@ type ImportOptions struct {
 // interrupted turns are stored as they are, so they list and diagnose the
 // same after the import as in the source. Each session is written in its own
 // transaction together with its projection checkpoint (written only for a
-// log that reads and folds). An id dst already holds is skipped when its
-// lifecycle witness is the same and reported as a conflict otherwise; it is
-// never overwritten. Sessions the source cannot read are reported as
+// log that reads and folds). An id dst already holds with another lifecycle
+// witness is a conflict. With the same witness the logs are compared: the
+// same log is skipped; a source log that continues the stored one has its
+// new events appended (validated as any append, and refused as a conflict
+// when they do not validate); a log that differs from the stored one is a
+// conflict. Nothing stored is ever overwritten. Sessions the source cannot read are reported as
 // unreadable, with the file they were found in.
 //
 // dst may be nil with DryRun (no database yet: nothing is held). Only a
@@ -238,16 +254,17 @@ func (w *importer) pipeline(ctx context.Context, headers []session.Header, emit 
 	return nil
 }
 
-// prepare decides what it can without writing: an id the database holds is
-// skipped or conflicting without reading its log; otherwise the session is
-// read from the source.
+// prepare decides what it can without writing: an id the database holds
+// with another lifecycle is conflicting without reading its log; otherwise
+// the session is read from the source.
 func (w *importer) prepare(ctx context.Context, h session.Header) prepared {
 	if w.dst != nil {
 		stored, err := w.dst.Header(ctx, h.ID)
 		switch {
 		case err == nil:
-			r := judgeExisting(stored, h)
-			return prepared{result: &r}
+			if r := judgeExisting(stored, h); r.Outcome == Conflict {
+				return prepared{result: &r}
+			}
 		case !errors.Is(err, sqlitepersist.ErrNotFound):
 			return prepared{err: err}
 		}
@@ -275,13 +292,110 @@ func pathOf(err error) string {
 	return ""
 }
 
-// judgeExisting decides about an id the database already holds.
+// judgeExisting decides about an id the database already holds by its
+// header alone: a conflict, or Skipped pending the comparison of the logs.
 func judgeExisting(stored, found session.Header) Result {
 	if field := witnessDiff(stored.Witness(), found.Witness()); field != "" {
 		return Result{ID: found.ID, Outcome: Conflict,
 			Reason: fmt.Sprintf("the database holds session %q with another lifecycle (%s differs); nothing overwritten", found.ID, field)}
 	}
 	return Result{ID: found.ID, Outcome: Skipped, Reason: "already imported (same lifecycle)"}
+}
+
+// reimport compares the source's log of a session the database holds with
+// the same lifecycle against the stored one, and appends what the source
+// has beyond it when the stored log is a valid prefix of the source's.
+func (w *importer) reimport(ctx context.Context, st *sqlitepersist.Store, s *dshformat.Session, dry bool) (Result, error) {
+	id := s.Header.ID
+	r := Result{ID: id, Location: s.Location, Outcome: Skipped}
+	a, err := st.Audit(ctx, id)
+	if err != nil {
+		return r, err
+	}
+	conflict := func(format string, args ...any) (Result, error) {
+		r.Outcome, r.Reason = Conflict, fmt.Sprintf(format, args...)+"; nothing overwritten"
+		return r, nil
+	}
+	srcEvents, srcErr := session.NormalizeLegacy(id, s.Events)
+	if srcErr == nil {
+		srcErr = session.ValidateLog(s.Header, srcEvents)
+	}
+	appendable := a.ReadErr == nil && a.Torn == nil && s.Damage == nil && s.Torn == nil && srcErr == nil
+	if !appendable {
+		if why := sameAsFound(a, s); why != "" {
+			return conflict("the database holds session %q with another log: %s", id, why)
+		}
+		r.Reason = "already imported (same log)"
+		return r, nil
+	}
+	stored := a.Events
+	for i := range min(len(stored), len(srcEvents)) {
+		if !sameEvent(stored[i], srcEvents[i]) {
+			return conflict("the database holds session %q with another log: the event at seq %d differs", id, stored[i].Seq)
+		}
+	}
+	switch {
+	case len(srcEvents) == len(stored):
+		r.Reason = "already imported (same log)"
+		return r, nil
+	case len(srcEvents) < len(stored):
+		r.Reason = fmt.Sprintf("already imported; the database holds %d later event(s)", len(stored)-len(srcEvents))
+		return r, nil
+	}
+	grown := srcEvents[len(stored):]
+	r.Outcome, r.Events = Appended, len(grown)
+	if dry {
+		v := session.NewValidator(s.Header)
+		for _, e := range srcEvents {
+			if err := v.Add(e); err != nil {
+				return conflict("the source's events after seq %d do not append: %v", len(stored)-1, err)
+			}
+		}
+		r.Interrupted = len(session.InterruptedTurnClosers(srcEvents)) > 0
+		return r, nil
+	}
+	if err := st.Append(ctx, id, int64(len(stored)), grown); err != nil {
+		var ve *session.ValidationError
+		if errors.As(err, &ve) || dsherr.CodeOf(err) == dsherr.StaleWriter {
+			return conflict("the source's events after seq %d do not append: %v", len(stored)-1, err)
+		}
+		return r, err
+	}
+	return r, w.checkpoint(ctx, st, &dshformat.Session{Header: s.Header, Events: srcEvents, Location: s.Location}, &r)
+}
+
+// sameAsFound compares a stored log that cannot be appended to (or a source
+// log that cannot be appended) with the source's, as found: "" when they
+// are the same, else what differs.
+func sameAsFound(a *sqlitepersist.AuditRead, s *dshformat.Session) string {
+	switch {
+	case (a.Damaged != nil) != (s.Damage != nil):
+		return "one of them is damaged inside its committed region"
+	case a.Damaged != nil:
+		if a.Damaged.FromSeq != s.Damage.FromSeq || !bytes.Equal(a.Damaged.Raw, s.Damage.Raw) || !sameEvents(a.Prefix, s.Events) {
+			return "the damaged logs differ"
+		}
+		return ""
+	case (a.Torn != nil) != (s.Torn != nil):
+		return "one of them has a torn tail"
+	case a.Torn != nil && (a.Torn.FromSeq != s.Torn.FromSeq || !bytes.Equal(a.Torn.Raw, s.Torn.Raw)):
+		return "the torn tails differ"
+	}
+	if normalized, err := session.NormalizeLegacy(s.Header.ID, s.Events); !sameEvents(a.Events, s.Events) && (err != nil || !sameEvents(a.Events, normalized)) {
+		return "the events differ"
+	}
+	return ""
+}
+
+func sameEvents(a, b []session.Event) bool {
+	return slices.EqualFunc(a, b, sameEvent)
+}
+
+// sameEvent compares two events field by field, raw JSON byte for byte.
+func sameEvent(a, b session.Event) bool {
+	return a.Type == b.Type && a.Seq == b.Seq && a.Time == b.Time && bytes.Equal(a.Data, b.Data) &&
+		a.HasSourceEventSeqs == b.HasSourceEventSeqs && slices.Equal(a.SourceEventSeqs, b.SourceEventSeqs) &&
+		bytes.Equal(a.SurfaceOp, b.SurfaceOp) && a.Ignorable == b.Ignorable && slices.Equal(a.UnknownKeys, b.UnknownKeys)
 }
 
 // write stores one session (with DryRun: judges it in memory).
@@ -299,6 +413,16 @@ func (w *importer) write(ctx context.Context, listed session.Header, s *dshforma
 		r.Damaged, r.Invalid = true, s.Damage.Err.Error()
 	}
 	if w.opts.DryRun {
+		if w.dst != nil {
+			if stored, err := w.dst.Header(ctx, s.Header.ID); err == nil {
+				if r = judgeExisting(stored, s.Header); r.Outcome == Conflict {
+					return r, nil
+				}
+				return w.reimport(ctx, w.dst, s, true)
+			} else if !errors.Is(err, sqlitepersist.ErrNotFound) {
+				return r, err
+			}
+		}
 		r.Torn = tail
 		judgeInMemory(&r, s)
 		return r, nil
@@ -308,8 +432,11 @@ func (w *importer) write(ctx context.Context, listed session.Header, s *dshforma
 		// stored the id since prepare looked.
 		stored, err := tx.Header(ctx, s.Header.ID)
 		if err == nil {
-			r = judgeExisting(stored, s.Header)
-			return nil
+			if r = judgeExisting(stored, s.Header); r.Outcome == Conflict {
+				return nil
+			}
+			r, err = w.reimport(ctx, tx, s, false)
+			return err
 		}
 		if !errors.Is(err, sqlitepersist.ErrNotFound) {
 			return err

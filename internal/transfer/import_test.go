@@ -455,3 +455,56 @@ func TestSeedCheckpoints(t *testing.T) {
 		t.Fatalf("rows %s", listingJSON(rows))
 	}
 }
+
+// A session that has grown in the source since it was imported gets its new
+// events appended; a source log that does not continue the stored one is a
+// conflict and changes nothing; a shorter one is already imported.
+func TestImportAppendsGrownSession(t *testing.T) {
+	ctx := context.Background()
+	tmpl := template(t)
+	h := childHeader(tmpl, "c", "p", 1_700_000_000_001)
+	rewrite := func(events []session.Event) Location {
+		dir := t.TempDir()
+		writePlain(t, dir, h, events)
+		return Location{KindJSONL, dir}
+	}
+	st := openStore(t)
+	if r := result(t, importAll(t, st, rewrite(tmpl.Events[:10])), "c"); r.Outcome != Imported || r.Events != 10 {
+		t.Fatalf("first import: %+v", r)
+	}
+
+	dry, err := Import(ctx, st, openSource(t, rewrite(tmpl.Events)), ImportOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := result(t, dry, "c"); r.Outcome != Appended || r.Events != len(tmpl.Events)-10 || dry.Appended != 1 {
+		t.Fatalf("dry run of the grown session: %+v", dry)
+	}
+	sum := importAll(t, st, rewrite(tmpl.Events))
+	if r := result(t, sum, "c"); r.Outcome != Appended || r.Events != len(tmpl.Events)-10 || sum.Failed() || !r.Checkpointed {
+		t.Fatalf("grown session: %+v", sum)
+	}
+	a, err := st.Audit(ctx, "c")
+	if err != nil || a.ReadErr != nil {
+		t.Fatalf("audit after the append: %v, %v", err, a.ReadErr)
+	}
+	dshfixtures.AssertSameEvents(t, "stored after the append", a.Events, tmpl.Events)
+
+	if r := result(t, importAll(t, st, rewrite(tmpl.Events)), "c"); r.Outcome != Skipped {
+		t.Errorf("same log again: %+v", r)
+	}
+	if r := result(t, importAll(t, st, rewrite(tmpl.Events[:5])), "c"); r.Outcome != Skipped || !strings.Contains(r.Reason, "later event") {
+		t.Errorf("shorter source log: %+v", r)
+	}
+
+	before := storeDigest(t, st)
+	changed := slices.Clone(tmpl.Events)
+	changed[3].Time++
+	sum = importAll(t, st, rewrite(changed))
+	if r := result(t, sum, "c"); r.Outcome != Conflict || !strings.Contains(r.Reason, "seq 3 differs") || !sum.Failed() {
+		t.Fatalf("different prefix: %+v", sum)
+	}
+	if after := storeDigest(t, st); after != before {
+		t.Fatalf("a conflicting import changed the store")
+	}
+}
