@@ -19,6 +19,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/dsh-project/dsh/internal/dshfixtures"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/unprivileged"
@@ -38,7 +39,8 @@ const testNowEnv = "DSH_TEST_NOW_MS"
 const testUncancellableEnv = "DSH_TEST_UNCANCELLABLE"
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){"dsh": dshCommand})
+	// dshCommand exits itself; the int is what RunMain's signature asks for.
+	os.Exit(dshfixtures.Report(testscript.RunMain(m, map[string]func() int{"dsh": func() int { dshCommand(); return 0 }})))
 }
 
 // dshCommand is the dsh program as scripts run it: a real subprocess
@@ -71,6 +73,9 @@ func TestScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, statErr := os.Stat(fixtures)
+	if statErr != nil {
+		noteFixtureScripts(t)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		UpdateScripts:       *update,
@@ -105,6 +110,24 @@ func TestScripts(t *testing.T) {
 			"unprivileged": cmdUnprivileged,
 		},
 	})
+}
+
+// noteFixtureScripts counts, for dshfixtures.Report, the scripts that skip
+// their checks against DSH's corpora when the fixtures are absent.
+func noteFixtureScripts(t *testing.T) {
+	scripts, err := filepath.Glob(filepath.Join("testdata", "script", "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range scripts {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte("fixtures] ")) {
+			dshfixtures.NoteSkipped("script " + filepath.Base(f))
+		}
+	}
 }
 
 // status N PROG ARGS... runs PROG and fails unless it exits with status N;

@@ -9,9 +9,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dsh-project/dsh/internal/session"
@@ -23,14 +26,82 @@ func Dir(t testing.TB, rel string) string {
 	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {
+		NoteSkipped(t.Name())
 		t.Skipf("DSH fixtures not available: %v", err)
 	}
 	dir := filepath.Join(root, "..", "shared", "fixtures", rel)
 	if _, err := os.Stat(dir); err != nil {
+		NoteSkipped(t.Name())
 		t.Skipf("DSH fixtures not available at %s: %v", dir, err)
 	}
 	return dir
 }
+
+// skipped names the tests of this test binary skipped for want of the
+// fixtures.
+var skipped = struct {
+	sync.Mutex
+	names map[string]bool
+}{names: map[string]bool{}}
+
+// NoteSkipped records that the named test (or script) is skipped because
+// the fixtures are absent; Dir does it for the tests that call it.
+func NoteSkipped(name string) {
+	skipped.Lock()
+	skipped.names[name] = true
+	skipped.Unlock()
+}
+
+// Main runs a package's tests and then, if some were skipped for want of
+// the fixtures, says so in one line (see Report). Packages whose tests use
+// Dir call it from their TestMain.
+func Main(m *testing.M) {
+	os.Exit(Report(m.Run()))
+}
+
+// Report prints, when tests were skipped for want of the fixtures, one line
+// saying how many and why, and returns code. A skip message alone is only
+// shown by go test -v; this line is written where the go command's own
+// output goes (its stderr, found through /proc), because go test ./... keeps
+// a passing package's output to itself. Run directly, the test binary prints
+// it on its stderr.
+func Report(code int) int {
+	skipped.Lock()
+	n := len(skipped.names)
+	skipped.Unlock()
+	if n == 0 {
+		return code
+	}
+	pkg := "this package"
+	if root, err := moduleRoot(); err == nil {
+		if wd, err := os.Getwd(); err == nil {
+			if rel, err := filepath.Rel(root, wd); err == nil {
+				pkg = filepath.ToSlash(rel)
+			}
+		}
+	}
+	w := noticeWriter()
+	defer w.Close()
+	fmt.Fprintf(w, "dsh: %s: %d DSH-conformance test(s) skipped: ../shared/fixtures (DSH's recorded corpora) is not beside the repository\n", pkg, n)
+	return code
+}
+
+// noticeWriter is the go command's stderr when the test binary runs under
+// go test, else the binary's own.
+func noticeWriter() io.WriteCloser {
+	ppid := os.Getppid()
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", ppid))
+	if err == nil && strings.TrimSpace(string(comm)) == "go" {
+		if f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", ppid), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			return f
+		}
+	}
+	return nopCloser{os.Stderr}
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 // moduleRoot is the directory holding go.mod, found upwards from the working
 // directory (a test runs in its package's directory).
