@@ -39,9 +39,14 @@ const testNowEnv = "DSH_TEST_NOW_MS"
 const testUncancellableEnv = "DSH_TEST_UNCANCELLABLE"
 
 func TestMain(m *testing.M) {
-	// dshCommand exits itself; the int is what RunMain's signature asks for.
-	os.Exit(dshfixtures.Report(testscript.RunMain(m, map[string]func() int{"dsh": func() int { dshCommand(); return 0 }})))
+	testscript.Main(reportingM{m}, map[string]func(){"dsh": dshCommand})
 }
+
+// reportingM runs the tests and then reports the scripts that skipped their
+// checks against DSH's fixtures (testscript.Main exits with what Run returns).
+type reportingM struct{ m *testing.M }
+
+func (r reportingM) Run() int { return dshfixtures.Report(r.m.Run()) }
 
 // dshCommand is the dsh program as scripts run it: a real subprocess
 // executing Main, with the clock pinned when the script asks for it.
