@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/dshfixtures"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
@@ -291,7 +292,7 @@ func TestMain(m *testing.M) {
 	if db := os.Getenv(holderProcessEnv); db != "" {
 		os.Exit(runHolderProcess(db))
 	}
-	os.Exit(m.Run())
+	os.Exit(dshfixtures.Report(m.Run())) // one line for the fixture tests skipped
 }
 
 // runHolderProcess is the holder TestCrashedHolder kills.
