@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -70,7 +72,7 @@ func runCacheStats(ctx context.Context, a *app, p *render.Printer) (err error) {
 	err = s.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
 		cp := subagent.StoreCheckpoints(view)
 		st, err = cp.Cache.Stats(ctx, cp.Header)
-		return err
+		return cacheStoreError(err)
 	})
 	if err != nil {
 		return err
@@ -130,6 +132,37 @@ func printFindings(p *render.Printer, findings []projcache.Finding) error {
 		}
 	}
 	return l.Close()
+}
+
+// checkCacheIDs refuses, before anything is done, an id that names neither
+// a session nor a record (NOT_FOUND, as every command reports an unknown
+// id). A record whose session is gone is a valid target: rebuild removes it.
+func checkCacheIDs(ctx context.Context, s *sqlitepersist.Store, c *projcache.Cache, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	recorded, err := c.IDs(ctx)
+	if err != nil {
+		return cacheStoreError(err)
+	}
+	for _, id := range ids {
+		if _, ok := slices.BinarySearch(recorded, id); ok {
+			continue
+		}
+		if _, err := s.Header(ctx, id); err != nil {
+			return lookupError(id, err)
+		}
+	}
+	return nil
+}
+
+// cacheStoreError codes a failure of the checkpoint table as what it is, the
+// store failing (STORE_UNAVAILABLE), not an internal error of dsh.
+func cacheStoreError(err error) error {
+	if err == nil || dsherr.CodeOf(err) != "" || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return dsherr.Wrap(dsherr.StoreError, err, "checkpoint cache")
 }
 
 // withCacheTargets gives verify and rebuild their shared flags (--all, -o)
@@ -202,13 +235,16 @@ func runCacheVerify(ctx context.Context, a *app, p *render.Printer, ids []string
 	finish := func() {}
 	err = s.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
 		cp := subagent.StoreCheckpoints(view)
+		if err := checkCacheIDs(ctx, view, cp.Cache, ids); err != nil {
+			return err
+		}
 		rep, err = cp.Cache.VerifyProgress(ctx, cp.Read, ids, func(done, total int) {
 			if step == nil {
 				step, finish = a.progress(progressMode{}, "verify", total)
 			}
 			step(done)
 		})
-		return err
+		return cacheStoreError(err)
 	})
 	finish()
 	if err != nil {
@@ -254,21 +290,36 @@ func runCacheRebuild(ctx context.Context, a *app, p *render.Printer, ids []strin
 		return err
 	}
 	defer closeStore(s, &err)
+	cp := subagent.StoreCheckpoints(s)
 	if all {
+		// Every session, and every record whose session is gone: those
+		// are removed, so verify --all finds no orphan afterwards.
+		recorded, err := cp.Cache.IDs(ctx)
+		if err != nil {
+			return cacheStoreError(err)
+		}
+		seen := make(map[string]bool, len(recorded))
 		ids = []string{}
 		if err := s.ListHeaders(ctx, func(h session.Header) error {
+			seen[h.ID] = true
 			ids = append(ids, h.ID)
 			return nil
 		}); err != nil {
 			return err
 		}
+		for _, id := range recorded {
+			if !seen[id] {
+				ids = append(ids, id)
+			}
+		}
+	} else if err := checkCacheIDs(ctx, s, cp.Cache, ids); err != nil {
+		return err
 	}
-	cp := subagent.StoreCheckpoints(s)
 	step, finish := a.progress(mode, "rebuild", len(ids))
 	rep, err := cp.Cache.Rebuild(ctx, cp.Read, ids, func(done, _ int) { step(done) })
 	finish()
 	if err != nil {
-		return err
+		return cacheStoreError(err)
 	}
 	if err := printFindings(p, append(rep.Removed, rep.UnitFailures...)); err != nil {
 		return err
@@ -297,7 +348,7 @@ Prints the number of records removed.
 		defer closeStore(s, &err)
 		n, err := subagent.StoreCheckpoints(s).Cache.Clear(cmd.Context())
 		if err != nil {
-			return err
+			return cacheStoreError(err)
 		}
 		_, err = fmt.Fprintln(a.stdout, n)
 		return err
