@@ -21,6 +21,14 @@ type sessionView struct {
 	Log    *logSummary `json:"log,omitempty"`
 	// Invalid is set instead of Log when the log fails DSH's validation.
 	Invalid *invalidView `json:"invalid,omitempty"`
+	// Unreadable is set instead of Log when a committed row cannot be
+	// decoded (the damage DSH lists as unavailable).
+	Unreadable *unreadableView `json:"unreadable,omitempty"`
+}
+
+type unreadableView struct {
+	Seq    int64  `json:"seq"`
+	Reason string `json:"reason"`
 }
 
 type logSummary struct {
@@ -56,7 +64,8 @@ func newSessionShowCmd(a *app) *cobra.Command {
 		Short: "Print a session's header and a summary of its log",
 		Long: `Print a session's header and a summary of its stored event log: event
 count, turns, whether a turn is open (interrupted), and the last event. A torn
-tail or a log that fails validation is reported, not repaired. Read-only.
+tail, a log that fails validation and a committed row that cannot be decoded
+are reported after the header, not repaired. Read-only.
 
 ` + exitStatusHelp(),
 		Example: "  dsh session show 33333333-3333-4333-8333-333333333333\n  dsh session show my-session -o json",
@@ -98,13 +107,22 @@ func showSession(ctx context.Context, a *app, id string) (v sessionView, err err
 // kept beside the log (such as who holds the session) belong here.
 func describeSession(ctx context.Context, view *sqlitepersist.Store, id string) (sessionView, error) {
 	ins, err := view.Inspect(ctx, id)
-	var ve *session.ValidationError
-	if errors.As(err, &ve) {
+	var (
+		ve *session.ValidationError
+		ce *sqlitepersist.CorruptRowError
+	)
+	if errors.As(err, &ve) || errors.As(err, &ce) {
 		h, herr := view.Header(ctx, id)
 		if herr != nil {
 			return sessionView{}, herr
 		}
-		return sessionView{Header: newHeaderJSON(h), Invalid: &invalidView{Seq: ve.Seq, Rule: ve.Rule, Message: ve.Msg}}, nil
+		v := sessionView{Header: newHeaderJSON(h)}
+		if ve != nil {
+			v.Invalid = &invalidView{Seq: ve.Seq, Rule: ve.Rule, Message: ve.Msg}
+		} else {
+			v.Unreadable = &unreadableView{Seq: ce.Seq, Reason: ce.Reason}
+		}
+		return v, nil
 	}
 	if err != nil {
 		return sessionView{}, err
@@ -147,6 +165,9 @@ func (v sessionView) fields() []render.Field {
 			where = "seq " + strconv.FormatInt(v.Invalid.Seq, 10)
 		}
 		return append(fs, render.Field{Name: "invalid", Value: fmt.Sprintf("%s: %s: %s", where, v.Invalid.Rule, v.Invalid.Message)})
+	}
+	if v.Unreadable != nil {
+		return append(fs, render.Field{Name: "unreadable", Value: fmt.Sprintf("seq %d: %s", v.Unreadable.Seq, v.Unreadable.Reason)})
 	}
 	log := v.Log
 	last := "-"
