@@ -8,12 +8,32 @@ import (
 
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 type sessionEventsOptions struct {
-	from  int64
-	types []string
+	from    int64
+	types   []string
+	anyType bool
+}
+
+// validate checks the filters before anything is read. A --type DSH does not
+// define would silently match nothing (a typo such as turn/ennd), so it is
+// refused unless --any-type says it is meant (an ignorable plugin event).
+func (o sessionEventsOptions) validate() error {
+	if o.from < 0 {
+		return dsherr.New(dsherr.Usage, "--from %d: want a seq >= 0", o.from)
+	}
+	for _, t := range o.types {
+		switch {
+		case t == "":
+			return dsherr.New(dsherr.Usage, "--type: empty event type")
+		case !o.anyType && !session.IsKnownType(t):
+			return dsherr.New(dsherr.Usage, "--type %q: not an event type DSH defines (--any-type accepts it)", t)
+		}
+	}
+	return nil
 }
 
 func newSessionEventsCmd(a *app) *cobra.Command {
@@ -36,7 +56,8 @@ Read-only.
 		return src.runSessionEvents(cmd.Context(), a, args[0], opts)
 	}
 	cmd.Flags().Int64Var(&opts.from, "from", 0, "print events with seq >= `SEQ`")
-	cmd.Flags().StringArrayVar(&opts.types, "type", nil, "print only events of type `T` (repeatable)")
+	cmd.Flags().StringArrayVar(&opts.types, "type", nil, "print only events of type `T` (repeatable; one DSH defines)")
+	cmd.Flags().BoolVar(&opts.anyType, "any-type", false, "accept a --type DSH does not define (an ignorable plugin event's)")
 	return cmd
 }
 
@@ -44,13 +65,8 @@ func runSessionEvents(ctx context.Context, a *app, id string, opts sessionEvents
 	if err := checkSessionID("session events", id); err != nil {
 		return err
 	}
-	if opts.from < 0 {
-		return dsherr.New(dsherr.Usage, "--from %d: want a seq >= 0", opts.from)
-	}
-	for _, t := range opts.types {
-		if t == "" {
-			return dsherr.New(dsherr.Usage, "--type: empty event type")
-		}
+	if err := opts.validate(); err != nil {
+		return err
 	}
 	p, err := a.printer(render.JSONL)
 	if err != nil {

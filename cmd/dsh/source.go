@@ -203,11 +203,8 @@ func (s *sourceFlags) runSessionEvents(ctx context.Context, a *app, id string, o
 	if err := checkSessionID("session events", id); err != nil {
 		return err
 	}
-	if opts.from < 0 {
-		return dsherr.New(dsherr.Usage, "--from %d: want a seq >= 0", opts.from)
-	}
-	if slices.Contains(opts.types, "") {
-		return dsherr.New(dsherr.Usage, "--type: empty event type")
+	if err := opts.validate(); err != nil {
+		return err
 	}
 	p, err := a.printer(render.JSONL)
 	if err != nil {

@@ -149,6 +149,17 @@ func checkEventPrechecks(r formatRules, id string, e Event, pos int64) *Validati
 	return checkKnownType(r, id, e, pos)
 }
 
+// IsKnownType reports whether typ is an event type DSH defines in some
+// session format dsh reads.
+func IsKnownType(typ string) bool {
+	for _, r := range []formatRules{rulesV0, rulesV2, rulesV3, rulesV4} {
+		if r.isKnownType(typ) {
+			return true
+		}
+	}
+	return false
+}
+
 func checkKnownType(r formatRules, id string, e Event, pos int64) *ValidationError {
 	if r.isKnownType(e.Type) || e.Ignorable {
 		return nil
