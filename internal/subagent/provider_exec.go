@@ -27,13 +27,15 @@ const (
 // substitution strips them), is the reply. The command runs in its own
 // process group, and the whole group is killed when the turn is cancelled
 // or times out, and when the shell exits (so nothing it started in the
-// background outlives the turn).
+// background outlives the turn). On Linux the group is also killed when dsh
+// itself dies, even by SIGKILL (see shellArgs).
 type execProvider struct {
 	command string
 }
 
 func (p *execProvider) Run(ctx context.Context, message string) (string, error) {
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", p.command)
+	argv := shellArgs(p.command)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin = strings.NewReader(message)
 	stdout := &cappedBuffer{limit: maxReplyBytes}
 	stderr := &tailBuffer{limit: stderrTailBytes}

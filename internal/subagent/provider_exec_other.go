@@ -9,3 +9,6 @@ func isolateProcessGroup(*exec.Cmd) {}
 
 // killProcessGroup kills the shell itself.
 func killProcessGroup(cmd *exec.Cmd) error { return cmd.Process.Kill() }
+
+// shellArgs runs command with /bin/sh -c.
+func shellArgs(command string) []string { return []string{"/bin/sh", "-c", command} }

@@ -306,7 +306,9 @@ func runHolderProcess(db string) int {
 	label := "crashy"
 	_, err = rt.Start(context.Background(), StartRequest{Parent: "p", ChildID: "c", Mode: ModeContinuable, Label: &label,
 		Message: "long work", MaxDepth: 2,
-		Provider: ProviderConfig{Name: ProviderExec, Command: "echo $$ > " + db + ".exec.pid; exec sleep 60"}})
+		// sleep runs as a grandchild of dsh (the shell waits for it), which
+		// the kernel's parent-death signal alone would not reach.
+		Provider: ProviderConfig{Name: ProviderExec, Command: "echo $$ > " + db + ".exec.pid; sleep 60 & echo $! > " + db + ".sleep.pid; wait"}})
 	fmt.Fprintln(os.Stderr, "holder finished:", err)
 	return 3
 }
@@ -323,16 +325,19 @@ func TestCrashedHolder(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var execPid int
+	var execPid, sleepPid int
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
-		if execPid > 0 {
-			syscall.Kill(-execPid, syscall.SIGKILL)
+		for _, pid := range []int{execPid, sleepPid} {
+			if pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
 		}
 	})
 	waitFor(t, "the holder's running turn", func() bool { row, _ := e.listOne("c"); return row == "running continuable crashy" })
 	execPid = readPid(t, db+".exec.pid")
+	sleepPid = readPid(t, db+".sleep.pid")
 	committed := e.events("c")
 
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -340,6 +345,7 @@ func TestCrashedHolder(t *testing.T) {
 	}
 	cmd.Wait()
 	processGone(t, execPid)
+	processGone(t, sleepPid)
 	waitFor(t, "the lease to expire", func() bool {
 		live, err := e.st.LiveSessions(e.ctx)
 		return err == nil && len(live) == 0
