@@ -95,6 +95,9 @@ func Load(ctx context.Context, headers HeaderSource, live LiveSource) (*Corpus, 
 	return c, nil
 }
 
+// HasLive reports whether any session is live in this reading.
+func (c *Corpus) HasLive() bool { return len(c.live) > 0 }
+
 // Children returns the candidate children of parent — sessions whose merged
 // header has origin "subagent" and parentSession == parent — in DSH's order.
 // An unknown parent has no children (not an error).

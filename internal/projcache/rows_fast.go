@@ -14,43 +14,52 @@ import (
 // changes a verdict: more than one row, escapes in the key, extra or
 // repeated fields all make the val span invalid JSON or miss a prefix.
 func canonicalSingleRow(text []byte) (Checkpoint, bool) {
+	key, row, ok := canonicalRow(text)
+	if !ok {
+		return nil, false
+	}
+	return Checkpoint{string(key): row}, true
+}
+
+// canonicalRow is canonicalSingleRow's parse: the one row's key and row.
+func canonicalRow(text []byte) (key []byte, row Row, ok bool) {
 	rest, found := bytes.CutPrefix(text, []byte(`{"`))
 	if !found {
-		return nil, false
+		return nil, Row{}, false
 	}
 	end := bytes.IndexByte(rest, '"')
 	if end <= 0 {
-		return nil, false
+		return nil, Row{}, false
 	}
-	key := rest[:end]
+	key = rest[:end]
 	for _, c := range key {
 		if c < 0x20 || c >= 0x80 || c == '\\' {
-			return nil, false
+			return nil, Row{}, false
 		}
 	}
 	rest, found = bytes.CutPrefix(rest[end:], []byte(`":{"ver":`))
 	if !found {
-		return nil, false
+		return nil, Row{}, false
 	}
 	ver, rest, ok := leadingInt(rest)
 	if !ok || ver < 0 {
-		return nil, false
+		return nil, Row{}, false
 	}
 	if rest, found = bytes.CutPrefix(rest, []byte(`,"seq":`)); !found {
-		return nil, false
+		return nil, Row{}, false
 	}
 	seq, rest, ok := leadingInt(rest)
 	if !ok || seq < -1 {
-		return nil, false
+		return nil, Row{}, false
 	}
 	if rest, found = bytes.CutPrefix(rest, []byte(`,"val":`)); !found {
-		return nil, false
+		return nil, Row{}, false
 	}
 	val, found := bytes.CutSuffix(rest, []byte("}}"))
 	if !found || !json.Valid(val) {
-		return nil, false
+		return nil, Row{}, false
 	}
-	return Checkpoint{string(key): {Ver: int(ver), Seq: seq, Val: json.RawMessage(val)}}, true
+	return key, Row{Ver: int(ver), Seq: seq, Val: json.RawMessage(val)}, true
 }
 
 // leadingInt reads a canonical JSON integer (optional minus, no leading

@@ -88,16 +88,35 @@ func (l *Lister) ListDescendants(ctx context.Context, root string) ([]Row, error
 // ResolveChildren is ListChildren with how each candidate was resolved,
 // including omitted ones (for diagnose).
 func (l *Lister) ResolveChildren(ctx context.Context, parent string) ([]Resolution, error) {
-	return l.resolve(ctx, func(c *corpus.Corpus) ([]corpus.Record, error) { return c.Children(ctx, parent) }, false)
+	return l.resolve(ctx, func(c *corpus.Corpus, headers corpus.HeaderSource) ([]corpus.Record, []storedRecord, error) {
+		if src, ok := headers.(ChildListingSource); ok && l.Cache != nil && !c.HasLive() {
+			// The checkpoints are derived data: when reading them with the
+			// headers fails, the listing goes on without them.
+			if recs, stored, err := listStored(ctx, src, parent); err == nil || ctx.Err() != nil {
+				return recs, stored, err
+			}
+		}
+		recs, err := c.Children(ctx, parent)
+		return recs, nil, err
+	}, false)
 }
 
 // ResolveDescendants is ListDescendants with resolutions.
 func (l *Lister) ResolveDescendants(ctx context.Context, root string) ([]Resolution, error) {
-	return l.resolve(ctx, func(c *corpus.Corpus) ([]corpus.Record, error) { return c.Descendants(ctx, root) }, true)
+	return l.resolve(ctx, func(c *corpus.Corpus, _ corpus.HeaderSource) ([]corpus.Record, []storedRecord, error) {
+		recs, err := c.Descendants(ctx, root)
+		return recs, nil, err
+	}, true)
 }
 
 // ResolveRecords runs the ladder over records the caller enumerated itself.
 func (l *Lister) ResolveRecords(ctx context.Context, recs []corpus.Record, placed bool) ([]Resolution, error) {
+	return l.resolveRecords(ctx, recs, nil, placed)
+}
+
+// resolveRecords is ResolveRecords; stored, when not nil, holds each
+// record's checkpoint as read with its header, in place of rung 2's lookup.
+func (l *Lister) resolveRecords(ctx context.Context, recs []corpus.Record, stored []storedRecord, placed bool) ([]Resolution, error) {
 	if err := l.mounted(false); err != nil {
 		return nil, err
 	}
@@ -114,7 +133,12 @@ func (l *Lister) ResolveRecords(ctx context.Context, recs []corpus.Record, place
 		}
 		cold = append(cold, i)
 	}
-	pending := l.resolveFromCache(ctx, recs, cold, out)
+	var pending []int
+	if stored != nil {
+		pending = l.resolveFromStored(recs, stored, cold, out)
+	} else {
+		pending = l.resolveFromCache(ctx, recs, cold, out)
+	}
 	if err := l.readCold(ctx, recs, pending, out); err != nil {
 		return nil, err
 	}
@@ -136,20 +160,23 @@ func (l *Lister) ResolveRecords(ctx context.Context, recs []corpus.Record, place
 	return out, nil
 }
 
-func (l *Lister) resolve(ctx context.Context, enumerate func(*corpus.Corpus) ([]corpus.Record, error), placed bool) ([]Resolution, error) {
+func (l *Lister) resolve(ctx context.Context, enumerate func(*corpus.Corpus, corpus.HeaderSource) ([]corpus.Record, []storedRecord, error), placed bool) ([]Resolution, error) {
 	if err := l.mounted(true); err != nil {
 		return nil, err
 	}
 	if err := checkCancelled(ctx); err != nil {
 		return nil, err
 	}
-	var recs []corpus.Record
+	var (
+		recs   []corpus.Record
+		stored []storedRecord
+	)
 	read := func(headers corpus.HeaderSource, live corpus.LiveSource) error {
 		c, err := corpus.Load(ctx, headers, live)
 		if err != nil {
 			return err
 		}
-		recs, err = enumerate(c)
+		recs, stored, err = enumerate(c, headers)
 		return err
 	}
 	var err error
@@ -164,7 +191,7 @@ func (l *Lister) resolve(ctx context.Context, enumerate func(*corpus.Corpus) ([]
 		}
 		return nil, err
 	}
-	return l.ResolveRecords(ctx, recs, placed)
+	return l.resolveRecords(ctx, recs, stored, placed)
 }
 
 // mounted is DSH's first preparation step: a listing without the projection
@@ -392,17 +419,23 @@ func (l *Lister) resolveRead(rec corpus.Record, stored session.Header, events []
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
 	}
 	id, err := IdentityFromView(snap.Values[UnitKey])
+	res := resolveFolded(rec, id, err)
+	res.Rung = RungRead
+	return res
+}
+
+// resolveFolded maps the identity a fold of a cold child's whole log
+// produced (or the error reading it) to its row: corrupt without an own
+// identity, an inactive child otherwise. The caller sets the rung.
+func resolveFolded(rec corpus.Record, id *Identity, err error) Resolution {
 	if err != nil {
-		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
+		return Resolution{Row: diagnostic(ReasonCorrupt), Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
 	}
 	if id == nil {
-		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrNoIdentity}
+		return Resolution{Row: diagnostic(ReasonCorrupt), Cause: ErrNoIdentity}
 	}
-	// The cut comes from the header read with the events: seq and cut of
-	// one file (a later format's cut is its tagged marker, which an
-	// enumerated header cannot know).
-	if !OwnSuffix(id.Seq, stored.InheritedCut()) {
-		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrAncestorOnly, Identity: id}
+	if !OwnSuffix(id.Seq, rec.Header.InheritedCut()) {
+		return Resolution{Row: diagnostic(ReasonCorrupt), Cause: ErrAncestorOnly, Identity: id}
 	}
-	return Resolution{Row: childRow(id, ActivityInactive), Rung: RungRead, Identity: id}
+	return Resolution{Row: childRow(id, ActivityInactive), Identity: id}
 }

@@ -1,0 +1,97 @@
+package sqlitepersist
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// ListedChild is one subagent child as a warm listing needs it, read in the
+// same row as its header.
+type ListedChild struct {
+	Header      session.Header
+	HasChildren bool
+	// Checkpoint is the rows text of the child's checkpoint record when its
+	// lifecycle witness equals the header (nil: no such record).
+	Checkpoint []byte
+}
+
+// ChildListing calls fn for every subagent-origin child of parent in
+// (createdAt, id) order with its hasChildren and its checkpoint record, in
+// one query: the sessions_by_parent range joined with each child's record
+// by key, the witness compared in SQL. The caller re-sorts createdAt ties
+// by JavaScript localeCompare (corpus.SortHeaders), as for ChildrenOf.
+func (s *Store) ChildListing(ctx context.Context, parent string, fn func(ListedChild) error) error {
+	const what = "list the children of a session"
+	rows, err := s.Querier().QueryContext(ctx, `SELECT s.id, s.version, s.created_at, s.cwd, s.parent_session,
+			s.seed_length, s.origin, s.delegation_depth, s.agent_preset,
+			EXISTS (SELECT 1 FROM sessions g WHERE g.parent_session = s.id AND g.origin = 'subagent'),
+			c.rows
+		FROM sessions s
+		LEFT JOIN projection_checkpoints c ON c.session_id = s.id
+			AND c.version = s.version AND c.created_at = s.created_at AND c.cwd IS s.cwd
+			AND c.parent_session IS s.parent_session AND c.seed_length IS s.seed_length
+			AND c.origin IS s.origin AND c.delegation_depth IS s.delegation_depth
+			AND c.agent_preset IS s.agent_preset
+		WHERE s.parent_session = ? AND s.origin = 'subagent'
+		ORDER BY s.created_at, s.id`, parent)
+	if err != nil {
+		return s.storeError(err, what)
+	}
+	defer rows.Close()
+	var (
+		r      headerRow
+		cp     sql.RawBytes
+		shared sharedStrings
+		child  ListedChild
+	)
+	targets := append(r.targets(), &child.HasChildren, &cp)
+	for rows.Next() {
+		if err := rows.Scan(targets...); err != nil {
+			return s.storeError(err, what)
+		}
+		h := r.h
+		h.Cwd = shared.get(r.cwd)
+		h.ParentSession = shared.get(r.parent)
+		h.SeedLength = optInt(r.seedLen)
+		h.Origin = shared.get(r.origin)
+		h.DelegationDepth = optInt(r.depth)
+		h.AgentPreset = shared.get(r.preset)
+		child.Header = h
+		child.Checkpoint = nil
+		if cp != nil {
+			child.Checkpoint = append([]byte(nil), cp...)
+		}
+		if err := fn(child); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.storeError(err, what)
+	}
+	return nil
+}
+
+// sharedStrings hands out one pointer per distinct value: one parent's
+// children mostly share their parent, origin, cwd and preset, and a header's
+// fields are never written through.
+type sharedStrings map[string]*string
+
+func (m *sharedStrings) get(v sql.NullString) *string {
+	if !v.Valid {
+		return nil
+	}
+	if *m == nil {
+		*m = sharedStrings{}
+	}
+	if p, ok := (*m)[v.String]; ok {
+		return p
+	}
+	if len(*m) >= 64 {
+		return &v.String
+	}
+	p := &v.String
+	(*m)[v.String] = p
+	return p
+}

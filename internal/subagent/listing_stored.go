@@ -1,0 +1,70 @@
+package subagent
+
+import (
+	"context"
+
+	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+)
+
+// ChildListingSource is a header source that reads one parent's subagent
+// children together with their hasChildren and witness-matched checkpoint
+// records in one query (sqlitepersist.Store). ListChildren uses it when
+// nothing is live, so that a warm listing is one statement and one pass.
+type ChildListingSource interface {
+	ChildListing(ctx context.Context, parent string, fn func(sqlitepersist.ListedChild) error) error
+}
+
+// storedRecord is a candidate's checkpoint as read with its header.
+type storedRecord struct {
+	rows []byte // nil: no record of this lifecycle
+}
+
+// listStored enumerates parent's children from src: the records Children
+// would return (nothing being live) and their checkpoints.
+func listStored(ctx context.Context, src ChildListingSource, parent string) ([]corpus.Record, []storedRecord, error) {
+	type child struct {
+		rec    corpus.Record
+		stored storedRecord
+	}
+	var kids []child
+	err := src.ChildListing(ctx, parent, func(c sqlitepersist.ListedChild) error {
+		kids = append(kids, child{
+			rec:    corpus.Record{Header: c.Header, HasChildren: c.HasChildren, ParentID: parent, Depth: 1},
+			stored: storedRecord{rows: c.Checkpoint},
+		})
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	corpus.SortHeaders(kids, func(c child) session.Header { return c.rec.Header })
+	recs := make([]corpus.Record, len(kids))
+	stored := make([]storedRecord, len(kids))
+	for i, c := range kids {
+		recs[i], stored[i] = c.rec, c.stored
+	}
+	return recs, stored, nil
+}
+
+// resolveFromStored is rung 2 (resolveFromCache) over the checkpoints read
+// with the headers: a valid cached identity of an unseeded candidate is
+// final. It fills out for those and returns the indexes still needing a
+// read.
+func (l *Lister) resolveFromStored(recs []corpus.Record, stored []storedRecord, cold []int, out []Resolution) []int {
+	var pending []int
+	for _, i := range cold {
+		if rows := stored[i].rows; rows != nil && !recs[i].Header.IsSeeded() {
+			// A record that does not decode is a miss, as in rung 2.
+			if view, err := l.Units.ViewOf(rows, UnitKey); err == nil {
+				if id, err := IdentityFromView(view); err == nil && id != nil {
+					out[i] = Resolution{Row: childRow(id, ActivityInactive), Rung: RungCache, Identity: id}
+					continue
+				}
+			}
+		}
+		pending = append(pending, i)
+	}
+	return pending
+}
