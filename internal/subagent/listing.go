@@ -419,23 +419,17 @@ func (l *Lister) resolveRead(rec corpus.Record, stored session.Header, events []
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
 	}
 	id, err := IdentityFromView(snap.Values[UnitKey])
-	res := resolveFolded(rec, id, err)
-	res.Rung = RungRead
-	return res
-}
-
-// resolveFolded maps the identity a fold of a cold child's whole log
-// produced (or the error reading it) to its row: corrupt without an own
-// identity, an inactive child otherwise. The caller sets the rung.
-func resolveFolded(rec corpus.Record, id *Identity, err error) Resolution {
 	if err != nil {
-		return Resolution{Row: diagnostic(ReasonCorrupt), Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
 	}
 	if id == nil {
-		return Resolution{Row: diagnostic(ReasonCorrupt), Cause: ErrNoIdentity}
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrNoIdentity}
 	}
-	if !OwnSuffix(id.Seq, rec.Header.InheritedCut()) {
-		return Resolution{Row: diagnostic(ReasonCorrupt), Cause: ErrAncestorOnly, Identity: id}
+	// The cut comes from the header read with the events: seq and cut of
+	// one file (a later format's cut is its tagged marker, which an
+	// enumerated header cannot know).
+	if !OwnSuffix(id.Seq, stored.InheritedCut()) {
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrAncestorOnly, Identity: id}
 	}
-	return Resolution{Row: childRow(id, ActivityInactive), Identity: id}
+	return Resolution{Row: childRow(id, ActivityInactive), Rung: RungRead, Identity: id}
 }

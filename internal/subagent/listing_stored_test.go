@@ -1,0 +1,62 @@
+package subagent_test
+
+import (
+	"context"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/internal/subagent"
+	"github.com/dsh-project/dsh/scripts/gencorpus"
+)
+
+// headersOnly hides every optional capability of a header source, so the
+// listing takes its general path (ChildrenOf, SubagentParents, LookupMany).
+type headersOnly struct{ corpus.HeaderSource }
+
+// The one-query children listing (ChildListing) resolves every candidate
+// exactly as the general path does, rung included, on a corpus of every
+// kind of child with a filled cache and with an emptied one.
+func TestChildListingResolvesAsTheGeneralPath(t *testing.T) {
+	ctx := context.Background()
+	for _, spec := range []gencorpus.Spec{
+		{Children: 400, Sessions: 800, MinEvents: 10, MaxEvents: 40, Seed: 5},
+		{Children: 400, Sessions: 800, MinEvents: 10, MaxEvents: 40, Seed: 5, NoCheckpoints: true},
+	} {
+		st, err := sqlitepersist.Open(ctx, filepath.Join(t.TempDir(), "stored.db"), sqlitepersist.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if _, err := gencorpus.Generate(ctx, st, spec); err != nil {
+			t.Fatal(err)
+		}
+		fast := subagent.NewStoreLister(st, st, 0)
+		general := subagent.NewStoreLister(st, st, 0)
+		general.Headers = headersOnly{st}
+		general.Snapshot = nil
+		want, err := general.ResolveChildren(ctx, gencorpus.DefaultParent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := fast.ResolveChildren(ctx, gencorpus.DefaultParent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != spec.Children || len(got) != len(want) {
+			t.Fatalf("%d resolutions, general path %d, want %d", len(got), len(want), spec.Children)
+		}
+		rungs := map[subagent.Rung]int{}
+		for i := range got {
+			rungs[got[i].Rung]++
+			if !reflect.DeepEqual(got[i].Row, want[i].Row) || got[i].Rung != want[i].Rung {
+				t.Errorf("candidate %d: %+v (rung %s), general path %+v (rung %s)", i, got[i].Row, got[i].Rung, want[i].Row, want[i].Rung)
+			}
+		}
+		if !spec.NoCheckpoints && rungs[subagent.RungCache] == 0 || rungs[subagent.RungRead] == 0 {
+			t.Errorf("rungs %v: the corpus does not exercise both rungs", rungs)
+		}
+	}
+}
