@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +135,12 @@ func scenario(t *testing.T, st backend.Backend) []string {
 	rec("list headers", &hs, st.ListHeaders(ctx, func(h session.Header) error { hs = append(hs, h.ID); return nil }))
 	var kids []session.Header
 	rec("children", &kids, st.ChildrenOf(ctx, "parent", func(h session.Header) error { kids = append(kids, h); return nil }))
+	var tree []string
+	err = st.(interface {
+		SubtreeOf(context.Context, string, func(session.Header) error) error
+	}).SubtreeOf(ctx, "parent", func(h session.Header) error { tree = append(tree, h.ID); return nil })
+	slices.Sort(tree) // in no particular order
+	rec("subtree", tree, err)
 	has, err := st.HasSubagentChild(ctx, "parent")
 	rec("has subagent child", has, err)
 	ps, err := st.SubagentParents(ctx, []string{"parent", "child-a", "nobody"})

@@ -51,6 +51,17 @@ func (s *Store) ChildrenOf(ctx context.Context, parentID string, fn func(session
 		"SELECT "+headerColumns+" FROM sessions WHERE parent_session = $1 ORDER BY created_at, id", parentID)
 }
 
+// SubtreeOf calls fn for every session reachable from root by parent links,
+// in no particular order, with one recursive query (each step one range of
+// the sessions_by_parent index). UNION stops parent-link cycles; root itself
+// is included only when a cycle leads back to it.
+func (s *Store) SubtreeOf(ctx context.Context, root string, fn func(session.Header) error) error {
+	return s.eachHeader(ctx, fn, "list descendants of "+root, `WITH RECURSIVE tree(id) AS (
+			SELECT id FROM sessions WHERE parent_session = $1
+			UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_session = t.id)
+		SELECT `+headerColumns+` FROM sessions WHERE id IN (SELECT id FROM tree)`, root)
+}
+
 // eachHeader streams a header query to fn. Inside a view the rows come
 // from the view's transaction; outside one, a cursor stays open on one
 // pooled connection while fn runs, so fn must not need another connection
