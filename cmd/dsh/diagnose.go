@@ -21,6 +21,9 @@ type diagnoseOptions struct {
 	maxFindings int
 	noStrict    bool
 	progress    progressMode
+	// refused are reports on sessions a --source lists but dsh does not
+	// read, added after the audit of the rest.
+	refused []diagnose.Report
 }
 
 func newDiagnoseCmd(a *app) *cobra.Command {
@@ -171,6 +174,12 @@ func runDiagnose(ctx context.Context, a *app, p *render.Printer, opts diagnoseOp
 	finish()
 	if err != nil {
 		return err
+	}
+	for _, r := range opts.refused {
+		sum.Add(r)
+		if err := out.Add(r); err != nil {
+			return err
+		}
 	}
 	if err := out.Close(sum); err != nil {
 		return err

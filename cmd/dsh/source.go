@@ -34,9 +34,9 @@ type sourceFlags struct {
 func addSourceFlags(cmd *cobra.Command) *sourceFlags {
 	s := &sourceFlags{cmd: cmd}
 	cmd.Flags().StringVar(&s.spec, "source", "",
-		"read a DSH corpus in place instead of the database: jsonl:`PATH` (session files or a directory of them) or dsh-sqlite:PATH (DSH's schema-17 store); read-only, every child inactive")
+		"read a DSH corpus in place instead of the database: jsonl:`PATH` (session files or a directory of them), dsh-sqlite:PATH (DSH's schema-17 store) or dsh-home:[PATH] (a DSH home, default $DSH_HOME or ~/.dsh, with its projection cache); read-only, every child inactive")
 	cmd.Flags().StringVar(&s.cache, "source-cache", "",
-		"with --source: DSH's projection cache file (session_projcache.json) at `PATH`, used as the projection cache")
+		"with --source: DSH's projection cache at `PATH` — the rc.8 file session_projcache.json or the per-record directory storages/session_projcache — used as the projection cache")
 	return s
 }
 
@@ -87,15 +87,24 @@ func (s *sourceFlags) open(ctx context.Context, a *app) (*foreignCorpus, error) 
 	if problems := src.Problems(); len(problems) > 0 {
 		a.warn(fmt.Sprintf("%s: %d session file(s) skipped, first: %v", loc, len(problems), problems[0].Err))
 	}
+	what := "--source-cache"
+	var skips []dshformat.RecordSkip
 	if s.cache != "" {
-		fc.cache, err = dshformat.ReadProjcacheFile(ctx, s.cache)
-		if err != nil {
-			if ctx.Err() != nil {
-				src.Close()
-				return nil, ctx.Err()
-			}
-			a.warn(fmt.Sprintf("--source-cache: %v; reading the source without it", err))
+		fc.cache, skips, err = dshformat.ReadProjcache(ctx, s.cache)
+	} else {
+		what = loc.String() + " projection cache"
+		fc.cache, skips, err = loc.Cache(ctx)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			src.Close()
+			return nil, ctx.Err()
 		}
+		fc.cache = nil
+		a.warn(fmt.Sprintf("%s: %v; reading the source without it", what, err))
+	}
+	if len(skips) > 0 {
+		a.warn(fmt.Sprintf("%s: %d record file(s) not used (read as cache misses), first: %s: %s", what, len(skips), skips[0].Path, skips[0].Reason))
 	}
 	return fc, nil
 }
@@ -272,18 +281,81 @@ func (s *sourceFlags) runDiagnose(ctx context.Context, a *app, p *render.Printer
 		}
 	}()
 	scratch := filepath.Join(dir, "dsh.db")
-	if err := fillScratch(ctx, a, fc, scratch, opts.progress); err != nil {
+	refused, err := fillScratch(ctx, a, fc, scratch, opts.progress)
+	if err != nil {
 		return err
 	}
+	opts.refused = selectRefused(fc.headers, refused, sel)
 	cfg.DB = scratch
 	return runDiagnose(ctx, a, p, opts, sel, failOn)
 }
 
-// fillScratch imports the source into a new database at path.
-func fillScratch(ctx context.Context, a *app, fc *foreignCorpus, path string, mode progressMode) (err error) {
+// selectRefused keeps the reports of refused sessions the selection covers:
+// named ids, every session (--all), the parent's children or descendants,
+// or by default every subagent child. Descendants are found through the
+// source's headers.
+func selectRefused(headers []session.Header, refused []diagnose.Report, sel diagnose.Selection) []diagnose.Report {
+	parentOf := make(map[string]string, len(headers))
+	for _, h := range headers {
+		parentOf[h.ID] = h.Parent()
+	}
+	var out []diagnose.Report
+	for _, r := range refused {
+		parent := ""
+		if r.ParentID != nil {
+			parent = *r.ParentID
+		}
+		switch {
+		case len(sel.IDs) > 0:
+			if !slices.Contains(sel.IDs, r.ID) {
+				continue
+			}
+		case sel.All:
+		case sel.HasParent && sel.Scope == diagnose.ScopeDescendants:
+			depth, ok := depthBelow(parentOf, r.ID, sel.Parent)
+			if !ok {
+				continue
+			}
+			if r.Row != nil {
+				r.Row.ParentID, r.Row.Depth = parent, depth
+			}
+		case sel.HasParent:
+			if parent != sel.Parent {
+				continue
+			}
+		default:
+			if r.RowKind != diagnose.RowUnavailable {
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// depthBelow is how many parent links lead from id up to root (false when
+// none does; a cycle is cut after as many links as there are sessions).
+func depthBelow(parentOf map[string]string, id, root string) (int, bool) {
+	for depth := 1; depth <= len(parentOf)+1; depth++ {
+		p, ok := parentOf[id]
+		if !ok || p == "" {
+			return 0, false
+		}
+		if p == root {
+			return depth, true
+		}
+		id = p
+	}
+	return 0, false
+}
+
+// fillScratch imports the source into a new database at path. It returns
+// the report of every listed session whose format dsh refuses: such a
+// session cannot be imported, and is audited as UNSUPPORTED_FORMAT.
+func fillScratch(ctx context.Context, a *app, fc *foreignCorpus, path string, mode progressMode) (refused []diagnose.Report, err error) {
 	st, err := sqlitepersist.Open(ctx, path, sqlitepersist.Options{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer closeStore(st, &err)
 	var step func(int)
@@ -299,22 +371,35 @@ func fillScratch(ctx context.Context, a *app, fc *foreignCorpus, path string, mo
 	})
 	finish()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Files that yield no session were named when the source was opened.
 	skipped := map[string]bool{}
 	for _, p := range fc.src.Problems() {
 		skipped[p.Path] = true
 	}
+	listed := make(map[string]session.Header, len(fc.headers))
+	for _, h := range fc.headers {
+		listed[h.ID] = h
+	}
 	for _, r := range sum.Results {
-		if r.Outcome != transfer.Imported && !skipped[r.Location] {
-			a.warn(fmt.Sprintf("%s: session %q not diagnosed: %s", fc.loc, r.ID, r.Reason))
+		if r.Outcome == transfer.Imported || skipped[r.Location] {
+			continue
 		}
+		if h, ok := listed[r.ID]; ok && r.Outcome == transfer.Unreadable {
+			_, readErr := fc.src.Read(ctx, r.ID)
+			var refusal *dshformat.UnsupportedVersionError
+			if errors.As(readErr, &refusal) {
+				refused = append(refused, diagnose.RefusedReport(h, refusal.Error()))
+				continue
+			}
+		}
+		a.warn(fmt.Sprintf("%s: session %q not diagnosed: %s", fc.loc, r.ID, r.Reason))
 	}
 	if fc.cache != nil {
 		if _, err := transfer.SeedCheckpoints(ctx, st, fc.cache); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return refused, nil
 }

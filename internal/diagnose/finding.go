@@ -68,6 +68,10 @@ const (
 	// LogUnreadable: the log fails DSH's validation or has a corrupt
 	// committed row; a cold read fails (list: unavailable).
 	LogUnreadable Code = "LOG_UNREADABLE"
+	// UnsupportedFormat: a session of a DSH corpus read in place whose log
+	// is in a format (version, or a construct of one) dsh does not read;
+	// the detail names the version and the file (list: unavailable).
+	UnsupportedFormat Code = "UNSUPPORTED_FORMAT"
 	// LogTornTail: the log ends in rows a reader cuts off (resume's repair
 	// deletes them).
 	LogTornTail Code = "LOG_TORN_TAIL"
@@ -117,6 +121,7 @@ var codeSeverity = []struct {
 	{DescriptorAncestorOnly, Error},
 	{DescriptorMultiple, Warning},
 	{LogUnreadable, Error},
+	{UnsupportedFormat, Error},
 	{SeqGap, Error},
 	{LogTornTail, Warning},
 	{TurnInterrupted, Info},

@@ -52,6 +52,12 @@ type projcacheRecord struct {
 	createdAt int64
 	cwd       *string
 	rows      map[string]ProjcacheRow
+	// perRecord: read from a per-record document, whose identity is the
+	// full lifecycle witness below (absent lineage reads as unseeded).
+	perRecord           bool
+	formatVersion       *int64
+	isSeeded            bool
+	inheritedEventCount int64
 }
 
 // ProjcacheFile is a parsed projection cache file.
@@ -175,13 +181,32 @@ func decodeProjcacheRecord(raw []byte) (projcacheRecord, error) {
 }
 
 // Lookup returns the rows cached for h's session when the record's
-// identity matches h (same createdAt; cwd equal or absent in both). A
-// record of another identity — a recreated id, a swapped store — is a miss,
+// identity matches h (same createdAt; cwd equal or absent in both; an
+// aggregate-file record only for a format-0 session). A
+// per-record document must also prove the rest of DSH 0.2's witness: its
+// formatVersion is h's format version (a record without one matches
+// nothing), and its lineage (isSeeded, inheritedEventCount; absent =
+// unseeded) is h's — so a seeded later-format header must be the one Read
+// returned, which carries the cut (listing only looks up unseeded
+// headers; import looks up the stored ones). A record of another
+// identity — a recreated id, a swapped store, a migrated log — is a miss,
 // never a verdict. The map is the caller's to keep.
 func (f *ProjcacheFile) Lookup(h session.Header) (map[string]ProjcacheRow, bool) {
 	rec, ok := f.records[h.ID]
 	if !ok || rec.createdAt != h.CreatedAt || (rec.cwd == nil) != (h.Cwd == nil) || (rec.cwd != nil && *rec.cwd != *h.Cwd) {
 		return nil, false
+	}
+	if !rec.perRecord && h.Version != session.FormatVersion {
+		// The aggregate file is rc.8's, whose sessions are all format 0.
+		return nil, false
+	}
+	if rec.perRecord {
+		switch {
+		case rec.formatVersion == nil || *rec.formatVersion != h.Version:
+			return nil, false
+		case rec.isSeeded != h.IsSeeded() || rec.inheritedEventCount != h.InheritedCut():
+			return nil, false
+		}
 	}
 	rows := make(map[string]ProjcacheRow, len(rec.rows))
 	for k, r := range rec.rows {

@@ -388,6 +388,7 @@ func TestImportCancelled(t *testing.T) {
 }
 
 func TestParseLocation(t *testing.T) {
+	t.Setenv("DSH_HOME", "/env/home")
 	for _, tc := range []struct {
 		in   string
 		want Location
@@ -396,9 +397,12 @@ func TestParseLocation(t *testing.T) {
 		{in: "jsonl:/a/b", want: Location{KindJSONL, "/a/b"}},
 		{in: "dsh-sqlite:rel/x.db", want: Location{KindDSHSQLite, "rel/x.db"}},
 		{in: "jsonl:c:/win", want: Location{KindJSONL, "c:/win"}},
-		{in: "/a/b", err: "want jsonl:PATH or dsh-sqlite:PATH"},
+		{in: "/a/b", err: "want jsonl:PATH, dsh-sqlite:PATH or dsh-home:[PATH]"},
 		{in: "sqlite:/x", err: `unknown kind "sqlite"`},
 		{in: "jsonl:", err: "empty path"},
+		{in: "dsh-home:/h", want: Location{KindDSHHome, "/h"}},
+		{in: "dsh-home:", want: Location{KindDSHHome, "/env/home"}},
+		{in: "dsh-home", want: Location{KindDSHHome, "/env/home"}},
 	} {
 		got, err := ParseLocation(tc.in)
 		if tc.err != "" {

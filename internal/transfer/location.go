@@ -8,6 +8,8 @@ package transfer
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
@@ -21,6 +23,9 @@ type Kind string
 const (
 	KindJSONL     Kind = "jsonl"      // a JSONL session file or a directory of them
 	KindDSHSQLite Kind = "dsh-sqlite" // DSH's schema-17 SQLite store
+	// KindDSHHome is a DSH home (~/.dsh): its sessions/ logs read as
+	// JSONL, with its storages/ projection cache.
+	KindDSHHome Kind = "dsh-home"
 )
 
 // Location is a foreign DSH corpus: its format and its path.
@@ -35,13 +40,21 @@ func (l Location) String() string { return string(l.Kind) + ":" + l.Path }
 // location is a dsherr USAGE error.
 func ParseLocation(s string) (Location, error) {
 	kind, path, ok := strings.Cut(s, ":")
-	if !ok {
-		return Location{}, dsherr.New(dsherr.Usage, "source %q: want jsonl:PATH or dsh-sqlite:PATH", s)
+	if !ok && Kind(s) != KindDSHHome {
+		return Location{}, dsherr.New(dsherr.Usage, "source %q: want jsonl:PATH, dsh-sqlite:PATH or dsh-home:[PATH]", s)
 	}
 	switch Kind(kind) {
 	case KindJSONL, KindDSHSQLite:
+	case KindDSHHome:
+		if path == "" {
+			home, err := DefaultDSHHome()
+			if err != nil {
+				return Location{}, dsherr.Wrap(dsherr.Usage, err, "source %q: no PATH and no default DSH home", s)
+			}
+			path = home
+		}
 	default:
-		return Location{}, dsherr.New(dsherr.Usage, "source %q: unknown kind %q (want jsonl or dsh-sqlite)", s, kind)
+		return Location{}, dsherr.New(dsherr.Usage, "source %q: unknown kind %q (want jsonl, dsh-sqlite or dsh-home)", s, kind)
 	}
 	if path == "" {
 		return Location{}, dsherr.New(dsherr.Usage, "source %q: empty path", s)
@@ -62,6 +75,8 @@ func (l Location) Open(ctx context.Context) (dshformat.Source, error) {
 		src, err = dshformat.OpenJSONL(ctx, l.Path)
 	case KindDSHSQLite:
 		src, err = dshformat.OpenDSHSQLite(ctx, l.Path)
+	case KindDSHHome:
+		src, err = dshformat.OpenDSHHome(ctx, l.Path)
 	default:
 		return nil, dsherr.New(dsherr.Usage, "source %s: unknown kind %q", l, l.Kind)
 	}
@@ -69,6 +84,28 @@ func (l Location) Open(ctx context.Context) (dshformat.Source, error) {
 		return nil, SourceError(l.String(), err)
 	}
 	return src, nil
+}
+
+// DefaultDSHHome is where DSH keeps its home: $DSH_HOME, else ~/.dsh.
+func DefaultDSHHome() (string, error) {
+	if home := os.Getenv("DSH_HOME"); home != "" {
+		return home, nil
+	}
+	user, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(user, ".dsh"), nil
+}
+
+// Cache reads the projection cache the location carries itself (a DSH
+// home's storages/); nil when it has none. Record files dsh cannot use are
+// returned as skips: cache misses, never verdicts.
+func (l Location) Cache(ctx context.Context) (*dshformat.ProjcacheFile, []dshformat.RecordSkip, error) {
+	if l.Kind != KindDSHHome {
+		return nil, nil, nil
+	}
+	return dshformat.ReadHomeProjcache(ctx, l.Path)
 }
 
 // SourceError gives an error from reading a foreign corpus its dsherr code:

@@ -1,0 +1,175 @@
+package dshformat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// DSH's per-record projection cache (later-formats §13.5): from domain
+// version 4 on, storages/session_projcache/sessions/<id>.json holds one
+// document {"version": <stamp>, "record": {identity, rows}} per session.
+// Version 7 (DSH 0.2.x) adds formatVersion to the identity, version 5
+// isSeeded and inheritedEventCount. The rows are those of the version-3
+// aggregate file.
+
+// perRecordStamps are the domain versions a v7 reader accepts: 7 and its
+// compatibleVersions 3–6.
+const (
+	minRecordStamp = 3
+	maxRecordStamp = 7
+)
+
+// maxRecordFile bounds one record file (real ones are 4–94 KB).
+const maxRecordFile = 16 << 20
+
+// recordKey is the key syntax DSH's JSON storage accepts for a record file.
+var recordKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// RecordSkip is a per-record cache file dsh read as absent, and why: DSH
+// reads a malformed document or a foreign stamp as an absent record (one
+// bad file never breaks the unit) and skips a record that fails the schema.
+type RecordSkip struct {
+	Path   string
+	Reason string
+}
+
+// ReadProjcacheRecords reads DSH's per-record projection cache under dir —
+// the session_projcache directory, its sessions/ subdirectory, or a DSH
+// home's storages/ directory — into the same lookup as the aggregate file.
+// Files that are not records (*.bak.*, *.lock, temporary files, keys DSH
+// refuses) are ignored; a record dsh cannot use is left out and reported in
+// the skip list: a cache miss, never a verdict. Nothing is written.
+func ReadProjcacheRecords(ctx context.Context, dir string) (*ProjcacheFile, []RecordSkip, error) {
+	sessions, err := recordDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	entries, err := os.ReadDir(sessions)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read projection cache records: %w", err)
+	}
+	f := &ProjcacheFile{records: make(map[string]projcacheRecord)}
+	var skips []RecordSkip
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		key, isJSON := strings.CutSuffix(e.Name(), ".json")
+		if !isJSON || !recordKey.MatchString(key) || !e.Type().IsRegular() {
+			continue
+		}
+		path := filepath.Join(sessions, e.Name())
+		rec, err := readRecordFile(path)
+		if err != nil {
+			skips = append(skips, RecordSkip{Path: path, Reason: err.Error()})
+			continue
+		}
+		f.records[key] = rec
+	}
+	return f, skips, nil
+}
+
+// recordDir finds the sessions/ directory of a per-record cache.
+func recordDir(dir string) (string, error) {
+	for _, candidate := range []string{
+		filepath.Join(dir, "session_projcache", "sessions"),
+		filepath.Join(dir, "sessions"),
+		dir,
+	} {
+		if info, err := os.Stat(candidate); err == nil && info.IsDir() && filepath.Base(candidate) == "sessions" {
+			return candidate, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no per-record projection cache (session_projcache/sessions/) here", dir)
+}
+
+func readRecordFile(path string) (projcacheRecord, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return projcacheRecord{}, err
+	}
+	defer file.Close()
+	data, err := io.ReadAll(io.LimitReader(file, maxRecordFile+1))
+	if err != nil {
+		return projcacheRecord{}, err
+	}
+	if len(data) > maxRecordFile {
+		return projcacheRecord{}, fmt.Errorf("larger than %d bytes", maxRecordFile)
+	}
+	return decodeRecordDocument(data)
+}
+
+// decodeRecordDocument reads one {"version", "record"} document.
+func decodeRecordDocument(data []byte) (projcacheRecord, error) {
+	doc, err := parseObject(wellFormedUTF8(data))
+	if err != nil {
+		return projcacheRecord{}, fmt.Errorf("not a JSON object: %w", err)
+	}
+	version, _ := lastMember(doc, "version")
+	stamp, _, ok := safeInteger(version.Value)
+	if !ok || stamp < minRecordStamp || stamp > maxRecordStamp {
+		return projcacheRecord{}, fmt.Errorf("domain version %s is not one dsh reads (%d–%d)", version.Value, minRecordStamp, maxRecordStamp)
+	}
+	record, ok := lastMember(doc, "record")
+	if !ok {
+		return projcacheRecord{}, errors.New("no record")
+	}
+	rec, err := decodeProjcacheRecord(record.Value)
+	if err != nil {
+		return projcacheRecord{}, err
+	}
+	rec.perRecord = true
+	identityMember, _ := lastMember(mustObject(record.Value), "identity")
+	identity := mustObject(identityMember.Value)
+	if m, present := lastMember(identity, "formatVersion"); present {
+		n, negZero, ok := safeInteger(m.Value)
+		if !ok || n < 0 || negZero {
+			return projcacheRecord{}, errors.New("identity.formatVersion is not a non-negative safe integer")
+		}
+		rec.formatVersion = &n
+	}
+	if m, present := lastMember(identity, "isSeeded"); present {
+		switch string(m.Value) {
+		case "true":
+			rec.isSeeded = true
+		case "false":
+		default:
+			return projcacheRecord{}, errors.New("identity.isSeeded is not a boolean")
+		}
+	}
+	if m, present := lastMember(identity, "inheritedEventCount"); present {
+		n, _, ok := safeInteger(m.Value)
+		if !ok || n < 0 {
+			return projcacheRecord{}, errors.New("identity.inheritedEventCount is not a non-negative safe integer")
+		}
+		rec.inheritedEventCount = n
+	}
+	return rec, nil
+}
+
+// mustObject parses an object already known to parse.
+func mustObject(raw []byte) []jsonMember {
+	members, _ := parseObject(raw)
+	return members
+}
+
+// ReadProjcache reads DSH's projection cache at path, whichever layout it
+// has: a directory is the per-record tree (its unusable records reported as
+// skips), a file the rc.8 aggregate.
+func ReadProjcache(ctx context.Context, path string) (*ProjcacheFile, []RecordSkip, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read projection cache: %w", err)
+	}
+	if info.IsDir() {
+		return ReadProjcacheRecords(ctx, path)
+	}
+	f, err := ReadProjcacheFile(ctx, path)
+	return f, nil, err
+}
