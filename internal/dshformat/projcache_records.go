@@ -163,11 +163,7 @@ func mustObject(raw []byte) []jsonMember {
 // has: a directory is the per-record tree (its unusable records reported as
 // skips), a file the rc.8 aggregate.
 func ReadProjcache(ctx context.Context, path string) (*ProjcacheFile, []RecordSkip, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read projection cache: %w", err)
-	}
-	if info.IsDir() {
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
 		return ReadProjcacheRecords(ctx, path)
 	}
 	f, err := ReadProjcacheFile(ctx, path)
