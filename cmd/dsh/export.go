@@ -22,8 +22,9 @@ type exportOptions struct {
 	parent      string
 	scope       string
 	all         bool
-	compression string
-	progress    progressMode
+	compression  string
+	skipExisting bool
+	progress     progressMode
 }
 
 func newExportCmd(a *app) *cobra.Command {
@@ -36,15 +37,36 @@ DIR/<project>/<encoded id>/session.jsonl.zstd (--compression none:
 session.jsonl), where <project> is derived from the session's cwd as DSH
 derives it (_no-cwd without one). The header line and events carry DSH's
 fields and order; chunk deltas are packed into rows as DSH's writer packs
-them. A log is written exactly as stored, even one that fails validation or
-ends inside a turn, so that importing the files again (dsh import, or
---source jsonl:DIR) gives the same headers and events. A torn tail is not
-written (a warning says so). An existing session file is never replaced.
+them. A log is written exactly as stored, even one that fails validation,
+ends inside a turn, or was imported damaged inside its committed region (the
+events before the damage, then the stored data as found; data kept from a
+damaged zstd frame needs --compression zstd, damaged schema-17 rows have no
+JSONL form and are not written), so that importing the files again (dsh
+import, or --source jsonl:DIR) gives the same headers and events. A torn tail
+is not written (a warning says so).
+
+Header fields DSH's JSONL forces: its writer always writes delegationDepth
+and its reader requires one, so a session without delegationDepth is written
+with "delegationDepth":0 and listed in dsh-header.json beside its log
+({"id":"<id>","absent":["delegationDepth"]}); dsh's JSONL reader (import,
+--source) restores it as absent, so export then import is the identity. DSH
+ignores that file.
+
+Every file is written under DIR, whatever the session id holds: the id is
+encoded into one directory name (A-Z a-z 0-9 . _ - kept, anything else
+~XXXX), and a session directory that resolves outside DIR (a symbolic link)
+is refused. An id whose encoded name exceeds 255 bytes is refused with that
+reason. An existing session log, in either compression, is never replaced
+and never joined by the other compression (a directory holding both is
+unreadable for DSH and dsh): the session fails with ALREADY_EXISTS, or with
+--skip-existing is skipped, which resumes an interrupted export.
 
 What is exported: the named sessions; with --parent, that session and its
 direct children (every session naming it as parent, ordinary forks
 included; --scope descendants: its whole tree); with --all, every session.
-Prints the file written for each session. Read-only for the database.
+Prints one row per session as it is written (an aligned table on a terminal
+is drawn at the end; -o json prints one document at the end), then a summary
+line on stderr. Read-only for the database.
 
 ` + exitStatusHelp(
 			exitLine{exitUsage, "an unknown session id or parent (NOT_FOUND; nothing written), or a session file exists (ALREADY_EXISTS; the other sessions were written)"},
@@ -61,8 +83,9 @@ Prints the file written for each session. Read-only for the database.
 	f.StringVar(&opts.scope, "scope", "children", "with --parent: children or descendants")
 	f.BoolVar(&opts.all, "all", false, "export every session")
 	f.StringVar(&opts.compression, "compression", "zstd", "zstd (DSH's default) or none")
+	f.BoolVar(&opts.skipExisting, "skip-existing", false, "skip a session whose log is already under --to (either compression) instead of failing: resumes an interrupted export")
 	f.BoolVar(&opts.progress.force, "progress", false, "draw a progress bar on stderr even when it is not a terminal")
-	f.BoolVar(&opts.progress.quiet, "quiet", false, "never draw a progress bar")
+	f.BoolVar(&opts.progress.quiet, "quiet", false, "no progress bar, and no summary line unless something failed")
 	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts.ids = args
@@ -131,6 +154,26 @@ func runExport(ctx context.Context, a *app, p *render.Printer, opts exportOption
 	}
 	defer closeStore(st, &err)
 	var results []transfer.Exported
+	// Rows are printed as sessions are written, except one -o json
+	// document, which is printed at the end and only when nothing failed
+	// (on failure the error report is the document).
+	var l *render.List[exportedView]
+	if a.output != render.JSON {
+		l = render.NewList(p, exportColumns)
+	}
+	var printErr error
+	show := func(r transfer.Exported) {
+		switch {
+		case r.Err != nil:
+			a.warn(fmt.Sprintf("session %s not exported: %v", r.ID, r.Err))
+			return
+		case r.Torn != nil:
+			a.warn(fmt.Sprintf("session %s: torn tail from seq %d not exported (%s)", r.ID, r.Torn.FromSeq, r.Torn.Reason))
+		}
+		if l != nil && printErr == nil {
+			printErr = l.Add(newExportedView(r))
+		}
+	}
 	// One snapshot: a tree and its logs are exported as of one moment.
 	err = st.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
 		ids, err := exportSelection(ctx, view, opts)
@@ -140,44 +183,49 @@ func runExport(ctx context.Context, a *app, p *render.Printer, opts exportOption
 		step, finish := a.progress(opts.progress, "export", len(ids))
 		defer finish()
 		results, err = transfer.Export(ctx, view, opts.to, ids, transfer.ExportOptions{
-			Compression: c,
-			Progress:    func(done, _ int) { step(done) },
+			Compression:  c,
+			SkipExisting: opts.skipExisting,
+			Progress:     func(done, _ int) { step(done) },
+			OnResult:     show,
 		})
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	failed, exists := 0, 0
+	if printErr != nil {
+		return printErr
+	}
+	written, skipped, failed, exists, events := 0, 0, 0, 0, 0
 	for _, r := range results {
-		if r.Err != nil {
+		switch {
+		case r.Err != nil:
 			failed++
 			if errors.Is(r.Err, fs.ErrExist) {
 				exists++
 			}
+		case r.Skipped:
+			skipped++
+		default:
+			written++
+			events += r.Events
 		}
 	}
-	// -o json prints one document: on failure that is the error report
-	// (exit prints it), not the list followed by it. The warnings on stderr
-	// name every session, written or not.
-	var l *render.List[exportedView]
-	if failed == 0 || a.output != render.JSON {
-		l = render.NewList(p, exportColumns)
-	}
-	for _, r := range results {
-		if r.Err != nil {
-			a.warn(fmt.Sprintf("session %s not exported: %v", r.ID, r.Err))
-			continue
+	if a.output == render.JSON {
+		if failed == 0 {
+			l = render.NewList(p, exportColumns)
 		}
-		if r.Torn != nil {
-			a.warn(fmt.Sprintf("session %s: torn tail from seq %d not exported (%s)", r.ID, r.Torn.FromSeq, r.Torn.Reason))
-		}
-		if l == nil {
-			a.warn(fmt.Sprintf("session %s exported to %s", r.ID, r.Path))
-			continue
-		}
-		if err := l.Add(exportedView{ID: r.ID, Events: r.Events, Path: r.Path}); err != nil {
-			return err
+		for _, r := range results {
+			switch {
+			case r.Err != nil:
+			case l != nil:
+				if err := l.Add(newExportedView(r)); err != nil {
+					return err
+				}
+			default:
+				// No document on failure: the warnings name every session.
+				a.warn(fmt.Sprintf("session %s %s to %s", r.ID, newExportedView(r).Outcome, r.Path))
+			}
 		}
 	}
 	if l != nil {
@@ -185,14 +233,18 @@ func runExport(ctx context.Context, a *app, p *render.Printer, opts exportOption
 			return err
 		}
 	}
+	line := fmt.Sprintf("exported %d session(s) (%d events), skipped %d existing, %d not written", written, events, skipped, failed)
 	switch {
 	case failed == 0:
+		if !opts.progress.quiet {
+			fmt.Fprintf(a.stderr, "dsh: %s\n", line)
+		}
 		return nil
 	case exists == failed:
 		// The database was read fine; the target was in the way.
-		return dsherr.New(dsherr.AlreadyExists, "export: %d of %d session(s) not written: their files already exist", failed, len(results))
+		return dsherr.New(dsherr.AlreadyExists, "export: %s: their files already exist (--skip-existing skips them)", line)
 	}
-	return dsherr.New(dsherr.StoreError, "export: %d of %d session(s) not written", failed, len(results))
+	return dsherr.New(dsherr.StoreError, "export: %s", line)
 }
 
 // exportSelection resolves what to export; an unknown id or parent is
@@ -219,15 +271,28 @@ func exportSelection(ctx context.Context, st *sqlitepersist.Store, opts exportOp
 	return ids, nil
 }
 
-// exportedView is one written session of `dsh export` output.
+// exportedView is one written (or skipped) session of `dsh export` output.
 type exportedView struct {
-	ID     string `json:"id"`
-	Events int    `json:"events"`
-	Path   string `json:"path"`
+	ID      string `json:"id"`
+	Outcome string `json:"outcome"`
+	Events  int    `json:"events"`
+	Path    string `json:"path"`
+}
+
+func newExportedView(r transfer.Exported) exportedView {
+	v := exportedView{ID: r.ID, Outcome: "written", Events: r.Events, Path: r.Path}
+	switch {
+	case r.Skipped:
+		v.Outcome = "skipped"
+	case r.Damaged:
+		v.Outcome = "written-damaged"
+	}
+	return v
 }
 
 var exportColumns = []render.Column[exportedView]{
 	{Header: "SESSION", Value: func(v exportedView) string { return v.ID }},
+	{Header: "OUTCOME", Value: func(v exportedView) string { return v.Outcome }},
 	{Header: "EVENTS", Value: func(v exportedView) string { return itoa(v.Events) }},
 	{Header: "PATH", Value: func(v exportedView) string { return v.Path }},
 }

@@ -1,6 +1,7 @@
 package dshformat
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -199,6 +200,7 @@ func (s *jsonlSource) discover(ctx context.Context, paths []string) error {
 		if file.refused == nil {
 			file.refused = generationMismatch(file, h)
 		}
+		restoreAbsent(file.path, &h)
 		found[h.ID] = append(found[h.ID], file)
 		byID[h.ID] = h
 	}
@@ -258,6 +260,10 @@ func (s *jsonlSource) ReadAsFound(ctx context.Context, id string) (*Session, err
 		}
 		return nil, fmt.Errorf("%s: session %q: %w", s.root, id, ErrNotFound)
 	}
+	var ambiguous *CorruptError
+	if errors.As(file.refused, &ambiguous) {
+		return readRefused(ctx, file, id, ambiguous)
+	}
 	if file.refused != nil {
 		return nil, file.refused
 	}
@@ -271,7 +277,39 @@ func (s *jsonlSource) ReadAsFound(ctx context.Context, id string) (*Session, err
 	if sess.Header.ID != id {
 		return nil, corruptAt(file.path, id, fmt.Sprintf("header id changed to %q since the corpus was opened", sess.Header.ID), nil)
 	}
+	restoreAbsent(file.path, &sess.Header)
 	return sess, nil
+}
+
+// readRefused reads a session DSH lists but refuses to read as a whole (both
+// compressions of one generation beside each other): its header and, as
+// damage, the refusal with the file's log after the header as stored.
+func readRefused(ctx context.Context, file jsonlFile, id string, refusal *CorruptError) (*Session, error) {
+	data, err := readStable(file.path)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	h, _, err := readHeaderOnly(file.path, file.compressed)
+	if err != nil {
+		return nil, refusal
+	}
+	enc, rest := RawJSONLText, -1
+	if file.compressed {
+		enc = RawZstdFrames
+		if scan, _ := scanFrames(data); len(scan.frames) > 0 {
+			rest = scan.frames[0].end
+		}
+	} else if nl := bytes.IndexByte(data, '\n'); nl >= 0 {
+		rest = nl + 1
+	}
+	if rest < 0 || h.ID != id {
+		return nil, refusal
+	}
+	restoreAbsent(file.path, &h)
+	return &Session{Header: h, Location: file.path, Damage: &Damage{Err: refusal, Raw: data[rest:], Encoding: enc}}, nil
 }
 
 func (s *jsonlSource) Problems() []Problem { return append([]Problem(nil), s.problems...) }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -35,7 +37,30 @@ type WriteOptions struct {
 	// packChunks: false. By default runs of at least 3 chunk deltas are
 	// packed into rows exactly as DSH's JSONL writer packs one batch.
 	Unpacked bool
+	// Trailer is written after the events as found: stored data of a log
+	// damaged inside its committed region (Damage.Raw). RawJSONLText is
+	// appended as text (with CompressionZstd, as one more frame);
+	// RawZstdFrames only with CompressionZstd, byte for byte. Empty: none.
+	Trailer         []byte
+	TrailerEncoding RawEncoding
 }
+
+// HeaderSidecarName is the file beside an exported session log that records
+// header fields DSH's JSONL format forces but the session does not have:
+// DSH's writer always writes delegationDepth and its reader requires it, so
+// a session without one is written with 0 and listed here, and the JSONL
+// reader restores it as absent. DSH ignores the file.
+const HeaderSidecarName = "dsh-header.json"
+
+// headerSidecar is the sidecar's content.
+type headerSidecar struct {
+	ID     string   `json:"id"`
+	Absent []string `json:"absent"`
+}
+
+// maxSegmentBytes is the longest directory name the common file systems
+// accept (NAME_MAX).
+const maxSegmentBytes = 255
 
 // WriteJSONL writes one session as DSH's JSONL persistence would have
 // written it under root dir: dir/<ProjectKey(cwd) or _no-cwd>/<EncodeSegment(id)>/<LogFileName>
@@ -57,6 +82,9 @@ func WriteJSONL(ctx context.Context, dir string, h session.Header, events []sess
 	if err != nil {
 		return "", fmt.Errorf("write session %q: %w", h.ID, err)
 	}
+	if len(segment) > maxSegmentBytes {
+		return "", fmt.Errorf("write session %q: the id encodes to a directory name of %d bytes, more than the %d a file system accepts", h.ID, len(segment), maxSegmentBytes)
+	}
 	project, err := projectDir(h.Cwd)
 	if err != nil {
 		return "", fmt.Errorf("write session %q: %w", h.ID, err)
@@ -71,8 +99,13 @@ func WriteJSONL(ctx context.Context, dir string, h session.Header, events []sess
 	}
 	header := append(h.MarshalJSONL(), '\n')
 	name := LogFileName(h.Version, opts.Compression)
-	content := append(header, body...)
-	if opts.Compression == CompressionZstd {
+	var content []byte
+	switch {
+	case opts.Compression == CompressionNone && len(opts.Trailer) > 0 && opts.TrailerEncoding != RawJSONLText:
+		return "", fmt.Errorf("write session %q: its damaged data is stored as %s and can only be written back with zstd compression", h.ID, opts.TrailerEncoding)
+	case opts.Compression == CompressionNone:
+		content = append(append(header, body...), opts.Trailer...)
+	default:
 		enc, err := frameEncoder()
 		if err != nil {
 			return "", err
@@ -81,12 +114,125 @@ func WriteJSONL(ctx context.Context, dir string, h session.Header, events []sess
 		if len(body) > 0 {
 			content = enc.EncodeAll(body, content)
 		}
+		switch {
+		case len(opts.Trailer) == 0:
+		case opts.TrailerEncoding == RawJSONLText:
+			content = enc.EncodeAll(opts.Trailer, content)
+		case opts.TrailerEncoding == RawZstdFrames:
+			content = append(content, opts.Trailer...)
+		default:
+			return "", fmt.Errorf("write session %q: its damaged data is stored as %s, which has no JSONL form", h.ID, opts.TrailerEncoding)
+		}
 	}
-	final := filepath.Join(dir, project, segment, name)
+	sessionDir := filepath.Join(dir, project, segment)
+	if err := mkdirSynced(sessionDir); err != nil {
+		return "", fmt.Errorf("write session %q: %w", h.ID, err)
+	}
+	if err := checkInside(dir, sessionDir); err != nil {
+		return "", fmt.Errorf("write session %q: %w", h.ID, err)
+	}
+	if existing := existingLogs(sessionDir); len(existing) > 0 {
+		return "", fmt.Errorf("write session %q: refusing to write beside %s: %w", h.ID, strings.Join(existing, ", "), fs.ErrExist)
+	}
+	if h.DelegationDepth == nil {
+		side, err := json.Marshal(headerSidecar{ID: h.ID, Absent: []string{"delegationDepth"}})
+		if err != nil {
+			return "", err
+		}
+		side = append(side, '\n')
+		sidePath := filepath.Join(sessionDir, HeaderSidecarName)
+		// An interrupted export may have left the same sidecar behind.
+		if found, err := os.ReadFile(sidePath); err != nil || string(found) != string(side) {
+			if err := publish(sidePath, side); err != nil {
+				return "", fmt.Errorf("write session %q: %w", h.ID, err)
+			}
+		}
+	}
+	final := filepath.Join(sessionDir, name)
 	if err := publish(final, content); err != nil {
 		return "", fmt.Errorf("write session %q: %w", h.ID, err)
 	}
 	return final, nil
+}
+
+// restoreAbsent undoes what WriteJSONL's sidecar records for the session
+// log at path: a delegationDepth written as 0 for a session without one is
+// read as absent. Anything unexpected in the sidecar leaves h as it is.
+func restoreAbsent(path string, h *session.Header) {
+	if h.DelegationDepth == nil || *h.DelegationDepth != 0 {
+		return
+	}
+	sidePath := filepath.Join(filepath.Dir(path), HeaderSidecarName)
+	info, err := os.Lstat(sidePath)
+	if err != nil || !info.Mode().IsRegular() || info.Size() > 64<<10 {
+		return
+	}
+	data, err := os.ReadFile(sidePath)
+	if err != nil {
+		return
+	}
+	var side headerSidecar
+	if json.Unmarshal(data, &side) != nil || side.ID != h.ID {
+		return
+	}
+	for _, f := range side.Absent {
+		if f == "delegationDepth" {
+			h.DelegationDepth = nil
+		}
+	}
+}
+
+// ExistingLog returns a session log that WriteJSONL would refuse to write
+// session id of header h beside under dir (either compression, any format
+// version), "" when there is none.
+func ExistingLog(dir string, h session.Header) (string, error) {
+	segment, err := EncodeSegment(h.ID)
+	if err != nil {
+		return "", err
+	}
+	project, err := projectDir(h.Cwd)
+	if err != nil {
+		return "", err
+	}
+	if existing := existingLogs(filepath.Join(dir, project, segment)); len(existing) > 0 {
+		return existing[0], nil
+	}
+	return "", nil
+}
+
+// existingLogs lists the session logs in a session directory: a second
+// log for one id, in either compression or format, makes the corpus
+// unreadable (the id appears in two files) for DSH and dsh alike.
+func existingLogs(sessionDir string) []string {
+	entries, err := os.ReadDir(sessionDir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if isSessionFileName(e.Name()) {
+			out = append(out, filepath.Join(sessionDir, e.Name()))
+		}
+	}
+	return out
+}
+
+// checkInside refuses a session directory that resolves outside root (a
+// symbolic link planted in the target tree): whatever the id or cwd, an
+// export writes only under its root.
+func checkInside(root, sessionDir string) error {
+	r, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return err
+	}
+	d, err := filepath.EvalSymlinks(sessionDir)
+	if err != nil {
+		return err
+	}
+	if rel, err := filepath.Rel(r, d); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return fmt.Errorf("session directory %s resolves to %s, outside %s", sessionDir, d, r)
+	}
+	return nil
 }
 
 // LogFileName is the name DSH gives the log of format version v:

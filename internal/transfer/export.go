@@ -15,16 +15,29 @@ type ExportOptions struct {
 	// Compression is the JSONL encoding; the zero value is DSH's default,
 	// zstd.
 	Compression dshformat.Compression
+	// SkipExisting skips a session whose log (either compression) is
+	// already under the target, reporting it as skipped instead of failed:
+	// it resumes an interrupted export.
+	SkipExisting bool
 	// Progress, when set, is called with the number of sessions handled and
 	// the total, after each one.
 	Progress func(done, total int)
+	// OnResult, when set, is called with each session's result as soon as
+	// it is known, in order.
+	OnResult func(Exported)
 }
 
 // Exported is one session's export.
 type Exported struct {
 	ID string
-	// Path is the file written; "" when Err is set.
+	// Path is the file written, or with Skipped the one found; "" when Err
+	// is set.
 	Path string
+	// Skipped: with SkipExisting, the session's log was already there.
+	Skipped bool
+	// Damaged: the log is damaged inside its committed region; the events
+	// before the damage and the stored rest were written as found.
+	Damaged bool
 	// Events is the number of events written.
 	Events int
 	// Torn is a torn tail the database keeps beside the log. It is not
@@ -45,22 +58,28 @@ type ExportSource interface {
 
 // Export writes each session of ids from st under dir in DSH's JSONL
 // layout, dir/<project>/<encoded id>/session.jsonl[.zstd], the header and
-// the stored events exactly as kept — a log that fails DSH's validation or
-// ends inside a turn is written as it is, so that importing the files again
-// gives the same headers and events. A session file that already exists is
-// never replaced. Per-session failures are reported in the results; only a
-// failure to read st, or cancellation, is returned as an error.
+// the stored events exactly as kept — a log that fails DSH's validation,
+// ends inside a turn, or was imported damaged (prefix and stored rest) is
+// written as it is, so that importing the files again gives the same
+// headers and events. Nothing is written outside dir, whatever the id. A
+// session whose log already exists there, in either compression, is never
+// replaced or doubled: it fails, or with SkipExisting is skipped.
+// Per-session failures are reported in the results; only a failure to read
+// st, or cancellation, is returned as an error.
 func Export(ctx context.Context, st ExportSource, dir string, ids []string, opts ExportOptions) ([]Exported, error) {
 	out := make([]Exported, 0, len(ids))
 	for i, id := range ids {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		r, err := exportOne(ctx, st, dir, id, opts.Compression)
+		r, err := exportOne(ctx, st, dir, id, opts)
 		if err != nil {
 			return out, err
 		}
 		out = append(out, r)
+		if opts.OnResult != nil {
+			opts.OnResult(r)
+		}
 		if opts.Progress != nil {
 			opts.Progress(i+1, len(ids))
 		}
@@ -68,7 +87,7 @@ func Export(ctx context.Context, st ExportSource, dir string, ids []string, opts
 	return out, nil
 }
 
-func exportOne(ctx context.Context, st ExportSource, dir, id string, c dshformat.Compression) (Exported, error) {
+func exportOne(ctx context.Context, st ExportSource, dir, id string, opts ExportOptions) (Exported, error) {
 	r := Exported{ID: id}
 	a, err := st.Audit(ctx, id)
 	if errors.Is(err, backend.ErrNotFound) {
@@ -78,12 +97,29 @@ func exportOne(ctx context.Context, st ExportSource, dir, id string, c dshformat
 	if err != nil {
 		return r, err
 	}
-	if a.Events == nil && a.ReadErr != nil {
+	if opts.SkipExisting {
+		existing, err := dshformat.ExistingLog(dir, a.Header)
+		if err != nil {
+			r.Err = fmt.Errorf("write session %q: %w", id, err)
+			return r, nil
+		}
+		if existing != "" {
+			r.Path, r.Skipped = existing, true
+			return r, nil
+		}
+	}
+	events := a.Events
+	wo := dshformat.WriteOptions{Compression: opts.Compression}
+	switch {
+	case a.Damaged != nil:
+		events, r.Damaged = a.Prefix, true
+		wo.Trailer, wo.TrailerEncoding = a.Damaged.Raw, dshformat.RawEncoding(a.Damaged.Encoding)
+	case a.Events == nil && a.ReadErr != nil:
 		r.Err = fmt.Errorf("log not exported: %w", a.ReadErr)
 		return r, nil
 	}
 	r.Torn = a.Torn
-	path, err := dshformat.WriteJSONL(ctx, dir, a.Header, a.Events, dshformat.WriteOptions{Compression: c})
+	path, err := dshformat.WriteJSONL(ctx, dir, a.Header, events, wo)
 	if err != nil {
 		if ctx.Err() != nil {
 			return r, ctx.Err()
@@ -91,7 +127,7 @@ func exportOne(ctx context.Context, st ExportSource, dir, id string, c dshformat
 		r.Err = err
 		return r, nil
 	}
-	r.Path, r.Events = path, len(a.Events)
+	r.Path, r.Events = path, len(events)
 	return r, nil
 }
 

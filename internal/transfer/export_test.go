@@ -42,16 +42,11 @@ func snapshotScenarios(t *testing.T) []string {
 	return dirs
 }
 
-// sameHeader compares headers field by field, with the one equivalence the
-// JSONL format defines: DSH's JSONL writer always writes delegationDepth,
-// 0 when a header has none.
+// sameHeader compares headers field by field: export → import is the
+// identity, an absent delegationDepth included (DSH's JSONL forces one; the
+// export's sidecar restores the absence).
 func sameHeader(a, b session.Header) bool {
-	depth := func(h session.Header) session.Header {
-		d := h.Depth()
-		h.DelegationDepth = &d
-		return h
-	}
-	return depth(a).Witness() == depth(b).Witness() && a.InheritedCut() == b.InheritedCut()
+	return a.Witness() == b.Witness() && a.InheritedCut() == b.InheritedCut()
 }
 
 // Every session DSH wrote for its snapshot tests reads without error and
@@ -174,12 +169,14 @@ func TestExportLayout(t *testing.T) {
 		t.Errorf("missing: %+v", res[3])
 	}
 
+	// Either compression of a session already there refuses the other:
+	// both in one directory make the corpus unreadable.
 	again, err := Export(ctx, st, out, []string{"odd/id"}, ExportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again[0].Err != nil {
-		t.Fatalf("a zstd file beside the plain one: %v", again[0].Err)
+	if !errors.Is(again[0].Err, fs.ErrExist) || !strings.Contains(again[0].Err.Error(), "session.jsonl") {
+		t.Fatalf("a zstd file beside the plain one: %+v", again[0])
 	}
 	again, err = Export(ctx, st, out, []string{"odd/id"}, ExportOptions{Compression: dshformat.CompressionNone})
 	if err != nil {
@@ -220,5 +217,100 @@ func TestTree(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("descendants=%v: %v, want %v", tc.descendants, got, tc.want)
 		}
+	}
+}
+
+// Whatever a session id holds, export writes only under its target, and
+// importing the files gives the same ids back; an id too long to name a
+// directory, and a session directory planted as a symbolic link out of the
+// target, are refused with the reason.
+func TestExportStaysInsideTarget(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	hostile := []string{"../../escape", "/abs/path", "a/b\\c", ".", "..", "~002E", " zeta", "bidi\u202eeta", "nul\x00x", "emoji🙂", strings.Repeat("é", 40)}
+	tooLong := strings.Repeat("x", 256)
+	cwd := "/work"
+	for i, id := range append(slices.Clone(hostile), tooLong, "planted") {
+		if err := st.CreateSession(ctx, session.Header{ID: id, CreatedAt: int64(i), Cwd: &cwd}, nil); err != nil {
+			t.Fatalf("create %q: %v", id, err)
+		}
+	}
+	parent := t.TempDir()
+	out, outside := filepath.Join(parent, "out"), filepath.Join(parent, "outside")
+	if err := os.MkdirAll(filepath.Join(out, "--work--"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(outside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(out, "--work--", "planted")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Export(ctx, st, out, append(slices.Clone(hostile), tooLong, "planted"), ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res[:len(hostile)] {
+		if r.Err != nil {
+			t.Fatalf("%q: %v", r.ID, r.Err)
+		}
+		if rel, err := filepath.Rel(out, r.Path); err != nil || strings.HasPrefix(rel, "..") || strings.Count(rel, string(filepath.Separator)) != 2 {
+			t.Errorf("%q written to %s, outside %s or not one directory deep", r.ID, r.Path, out)
+		}
+	}
+	if r := res[len(hostile)]; r.Err == nil || !strings.Contains(r.Err.Error(), "more than the 255") {
+		t.Errorf("too long id: %+v", r)
+	}
+	if r := res[len(hostile)+1]; r.Err == nil || !strings.Contains(r.Err.Error(), "outside") {
+		t.Errorf("planted symbolic link: %+v", r)
+	}
+	if entries, err := os.ReadDir(outside); err != nil || len(entries) != 0 {
+		t.Fatalf("written outside the target: %v %v", entries, err)
+	}
+	back := openStore(t)
+	if err := os.Remove(filepath.Join(out, "--work--", "planted")); err != nil {
+		t.Fatal(err)
+	}
+	sum := importAll(t, back, Location{KindJSONL, out})
+	if sum.Failed() || sum.Imported != len(hostile) {
+		t.Fatalf("re-import: %+v", sum)
+	}
+	for _, id := range hostile {
+		if _, err := back.Header(ctx, id); err != nil {
+			t.Errorf("%q after the round trip: %v", id, err)
+		}
+	}
+}
+
+// A log imported damaged is exported as found — the events before the
+// damage, then the stored rest — and imports back the same: the same
+// damage, the same listing verdict.
+func TestExportDamagedRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	dir, _ := damagedCorpus(t)
+	first := openStore(t)
+	importAll(t, first, Location{KindJSONL, dir})
+	for _, c := range []dshformat.Compression{dshformat.CompressionNone, dshformat.CompressionZstd} {
+		out := t.TempDir()
+		res, err := Export(ctx, first, out, []string{"c-corrupt"}, ExportOptions{Compression: c})
+		if err != nil || res[0].Err != nil || !res[0].Damaged {
+			t.Fatalf("export: %+v, %v", res, err)
+		}
+		second := openStore(t)
+		if r := result(t, importAll(t, second, Location{KindJSONL, out}), "c-corrupt"); r.Outcome != Imported || !r.Damaged {
+			t.Fatalf("re-import: %+v", r)
+		}
+		a, err := first.Audit(ctx, "c-corrupt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := second.Audit(ctx, "c-corrupt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Damaged == nil || string(b.Damaged.Raw) != string(a.Damaged.Raw) || b.Damaged.FromSeq != a.Damaged.FromSeq || !sameHeader(a.Header, b.Header) {
+			t.Fatalf("round trip: %+v, want %+v", b.Damaged, a.Damaged)
+		}
+		dshfixtures.AssertSameEvents(t, "prefix", b.Prefix, a.Prefix)
 	}
 }

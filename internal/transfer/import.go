@@ -258,6 +258,17 @@ func (w *importer) pipeline(ctx context.Context, headers []session.Header, emit 
 // with another lifecycle is conflicting without reading its log; otherwise
 // the session is read from the source.
 func (w *importer) prepare(ctx context.Context, h session.Header) prepared {
+	if h.ID == "" {
+		// DSH requires a non-empty id, and no dsh command could address
+		// the session (export --all would fail on it).
+		r := Result{Outcome: Unreadable, Reason: "session id is empty: DSH's header rule wants a non-empty string and no dsh command could address it; not imported"}
+		if s, err := w.src.ReadAsFound(ctx, h.ID); err == nil {
+			r.Location = s.Location
+		} else {
+			r.Location = pathOf(err)
+		}
+		return prepared{result: &r}
+	}
 	if w.dst != nil {
 		stored, err := w.dst.Header(ctx, h.ID)
 		switch {

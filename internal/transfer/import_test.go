@@ -512,3 +512,28 @@ func TestImportAppendsGrownSession(t *testing.T) {
 		t.Fatalf("a conflicting import changed the store")
 	}
 }
+
+// A header with an empty id is refused with the reason and its file: DSH
+// wants a non-empty id and nothing could address the session once stored.
+func TestImportRefusesEmptyID(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "empty", "session.jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(`{"type":"session","version":0,"id":"","createdAt":1,"delegationDepth":0}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := openStore(t)
+	sum := importAll(t, st, Location{KindJSONL, dir})
+	if sum.Unreadable != 1 || sum.Imported != 0 || len(sum.Results) != 1 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if r := sum.Results[0]; r.Location != path || !strings.Contains(r.Reason, "session id is empty") {
+		t.Fatalf("result %+v", r)
+	}
+	ids, err := All(context.Background(), st)
+	if err != nil || len(ids) != 0 {
+		t.Fatalf("stored %q, %v", ids, err)
+	}
+}
