@@ -21,6 +21,10 @@
 //	benchfloor diagnose --db DB --parent P
 //	    every event of every audited child streamed in one query and each
 //	    one's data JSON-parsed; prints a count per session.
+//	benchfloor measure OUT -- CMD [ARGS...]
+//	    runs CMD with its stdout to OUT and prints its wall time and CPU
+//	    time (user + system, from rusage) in microseconds and its peak RSS
+//	    in KiB. On a shared machine CPU time is the steadier measure.
 //	benchfloor import --db NEWDB DIR
 //	    every session.jsonl under DIR parsed line by line and its header and
 //	    events inserted into NEWDB (an empty dsh store) in large
@@ -48,6 +52,9 @@ func main() {
 		os.Exit(2)
 	}
 	cmd, args := os.Args[1], os.Args[2:]
+	if cmd == "measure" {
+		os.Exit(measure(args))
+	}
 	fl := flag.NewFlagSet(cmd, flag.ExitOnError)
 	dbPath := fl.String("db", "", "dsh store")
 	barePath := fl.String("bare", "", "bare table database")

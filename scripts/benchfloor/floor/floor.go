@@ -341,7 +341,7 @@ func Bare(ctx context.Context, db *sql.DB, parent string, w io.Writer) error {
 func Diagnose(ctx context.Context, db *sql.DB, parent string, w io.Writer) error {
 	rows, err := db.QueryContext(ctx, `SELECT e.session_id, e.seq, e.type, e.time, e.data, e.source_event_seqs, e.surface_op
 		FROM sessions s JOIN events e ON e.session_id = s.id
-		WHERE s.parent_session = ? AND s.origin = 'subagent' ORDER BY e.session_id, e.seq`, parent)
+		WHERE s.parent_session = ? AND s.origin = 'subagent'`, parent) // nested loop: each log whole, in seq order
 	if err != nil {
 		return err
 	}
