@@ -17,11 +17,11 @@ import (
 )
 
 type exportOptions struct {
-	to          string
-	ids         []string
-	parent      string
-	scope       string
-	all         bool
+	to           string
+	ids          []string
+	parent       string
+	scope        string
+	all          bool
 	compression  string
 	skipExisting bool
 	progress     progressMode
