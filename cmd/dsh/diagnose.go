@@ -21,9 +21,6 @@ type diagnoseOptions struct {
 	maxFindings int
 	noStrict    bool
 	progress    progressMode
-	// refused are reports on sessions a --source lists but dsh does not
-	// read, added after the audit of the rest.
-	refused []diagnose.Report
 }
 
 func newDiagnoseCmd(a *app) *cobra.Command {
@@ -43,8 +40,8 @@ sessions; with --all, every session; with none of these, every
 subagent-origin session in the database.
 
 Codes (severity): DESCRIPTOR_MISSING, DESCRIPTOR_MALFORMED,
-DESCRIPTOR_UNSUPPORTED_VERSION, DESCRIPTOR_ANCESTOR_ONLY, LOG_UNREADABLE,
-SEQ_GAP, LIFECYCLE_MISMATCH, UNIT_FAILED, NOT_RESUMABLE, CACHE_STALE,
+DESCRIPTOR_UNSUPPORTED_VERSION, DESCRIPTOR_ANCESTOR_ONLY, HEADER_UNREADABLE,
+LOG_UNREADABLE, SEQ_GAP, LIFECYCLE_MISMATCH, UNIT_FAILED, NOT_RESUMABLE, CACHE_STALE,
 UNKNOWN_SESSION (error); DESCRIPTOR_MULTIPLE, LOG_TORN_TAIL,
 ORPHAN_PARENT, DEPTH_INCONSISTENT, LEASE_STALE, CACHE_POISONED (warning);
 TURN_INTERRUPTED, CACHE_FOREIGN (info). The README describes each.
@@ -95,7 +92,7 @@ it, --quiet silences it and the closing summary line).
 		if err != nil {
 			return err
 		}
-		return src.runDiagnose(cmd.Context(), a, p, opts, sel, failOn)
+		return runDiagnose(cmd.Context(), a, src, p, opts, sel, failOn)
 	}
 	return cmd
 }
@@ -144,12 +141,13 @@ func (o *diagnoseOptions) validate(cmd *cobra.Command) (diagnose.Selection, diag
 	return diagnose.Selection{IDs: o.ids, Parent: o.parent, HasParent: flags.Changed("parent"), Scope: scope, All: o.all}, failOn, nil
 }
 
-func runDiagnose(ctx context.Context, a *app, p *render.Printer, opts diagnoseOptions, sel diagnose.Selection, failOn diagnose.Severity) (err error) {
-	s, err := a.openStoreReadOnly(ctx)
+// runDiagnose is `dsh diagnose` over the database or, read in place, --source.
+func runDiagnose(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, opts diagnoseOptions, sel diagnose.Selection, failOn diagnose.Severity) (err error) {
+	r, err := src.open(ctx, a)
 	if err != nil {
 		return err
 	}
-	defer closeStore(s, &err)
+	defer r.done(&err)
 	var (
 		step   func(int)
 		clear  = func() {}
@@ -162,7 +160,7 @@ func runDiagnose(ctx context.Context, a *app, p *render.Printer, opts diagnoseOp
 		step(done)
 	}
 	out := p.Diagnosis()
-	sum, err := diagnose.Run(ctx, s, diagnose.Options{
+	sum, err := diagnose.Run(ctx, r.corpus, diagnose.Options{
 		Select:      sel,
 		Strict:      !opts.noStrict,
 		MaxFindings: opts.maxFindings,
@@ -174,12 +172,6 @@ func runDiagnose(ctx context.Context, a *app, p *render.Printer, opts diagnoseOp
 	finish()
 	if err != nil {
 		return err
-	}
-	for _, r := range opts.refused {
-		sum.Add(r)
-		if err := out.Add(r); err != nil {
-			return err
-		}
 	}
 	if err := out.Close(sum); err != nil {
 		return err

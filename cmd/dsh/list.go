@@ -115,23 +115,24 @@ once the whole listing has been read.
 			// spinner stops as soon as the rows are printed.
 			defer a.spinner(progressMode{}, "reading the source")()
 		}
-		return cancelledListing(cmd.Context(), src.runList(cmd.Context(), a, p, opts, scope))
+		return cancelledListing(cmd.Context(), runList(cmd.Context(), a, src, p, opts, scope))
 	}
 	return cmd
 }
 
-func runList(ctx context.Context, a *app, p *render.Printer, opts listOptions, scope render.Scope) (err error) {
-	s, err := a.openStoreReadOnly(ctx)
+// runList is `dsh list` over the database or --source.
+func runList(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, opts listOptions, scope render.Scope) (err error) {
+	r, err := src.open(ctx, a)
 	if err != nil {
 		return err
 	}
-	defer closeStore(s, &err)
+	defer r.done(&err)
 	if opts.strict {
-		if _, err := s.Header(ctx, opts.parent); err != nil {
-			return lookupError(opts.parent, err)
+		if _, err := r.corpus.Header(ctx, opts.parent); err != nil {
+			return r.lookupError(opts.parent, err)
 		}
 	}
-	return printListing(ctx, a, p, subagent.NewStoreLister(s, s, opts.coldConcurrency), opts, scope)
+	return printListing(ctx, a, p, r.lister(opts.coldConcurrency), opts, scope)
 }
 
 // printListing lists opts.parent through l, prints the rows once the whole

@@ -6,10 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 type sessionEventsOptions struct {
@@ -53,7 +53,7 @@ Read-only.
 	}
 	src := addSourceFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return src.runSessionEvents(cmd.Context(), a, args[0], opts)
+		return runSessionEvents(cmd.Context(), a, src, args[0], opts)
 	}
 	cmd.Flags().Int64Var(&opts.from, "from", 0, "print events with seq >= `SEQ`")
 	cmd.Flags().StringArrayVar(&opts.types, "type", nil, "print only events of type `T` (repeatable; one DSH defines)")
@@ -61,7 +61,8 @@ Read-only.
 	return cmd
 }
 
-func runSessionEvents(ctx context.Context, a *app, id string, opts sessionEventsOptions) (err error) {
+// runSessionEvents is `dsh session events` over the database or --source.
+func runSessionEvents(ctx context.Context, a *app, src *sourceFlags, id string, opts sessionEventsOptions) (err error) {
 	if err := checkSessionID("session events", id); err != nil {
 		return err
 	}
@@ -72,19 +73,19 @@ func runSessionEvents(ctx context.Context, a *app, id string, opts sessionEvents
 	if err != nil {
 		return err
 	}
-	s, err := a.openStoreReadOnly(ctx)
+	r, err := src.open(ctx, a)
 	if err != nil {
 		return err
 	}
-	defer closeStore(s, &err)
-	var ins *sqlitepersist.Inspection
+	defer r.done(&err)
+	var ins *backend.Inspection
 	if len(opts.types) > 0 {
-		ins, err = s.InspectTypes(ctx, id, opts.types...)
+		ins, err = r.corpus.InspectTypes(ctx, id, opts.types...)
 	} else {
-		ins, err = s.Inspect(ctx, id)
+		ins, err = r.corpus.Inspect(ctx, id)
 	}
 	if err != nil {
-		return lookupError(id, err)
+		return r.lookupError(id, err)
 	}
 	if ins.Torn != nil {
 		a.warn(fmt.Sprintf("session %s: torn tail from seq %d not printed (%s)", id, ins.Torn.FromSeq, ins.Torn.Reason))

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 // sessionView is what `dsh session show` reports: the header and either a
@@ -78,7 +78,7 @@ are reported after the header, not repaired. Read-only.
 		if err != nil {
 			return err
 		}
-		v, err := src.showSession(cmd.Context(), a, args[0])
+		v, err := showSession(cmd.Context(), a, src, args[0])
 		if err != nil {
 			return err
 		}
@@ -87,29 +87,36 @@ are reported after the header, not repaired. Read-only.
 	return cmd
 }
 
-func showSession(ctx context.Context, a *app, id string) (v sessionView, err error) {
+// showSession is `dsh session show` over the database or --source.
+func showSession(ctx context.Context, a *app, src *sourceFlags, id string) (v sessionView, err error) {
 	if err := checkSessionID("session show", id); err != nil {
 		return v, err
 	}
-	s, err := a.openStoreReadOnly(ctx)
+	r, err := src.open(ctx, a)
 	if err != nil {
 		return v, err
 	}
-	defer closeStore(s, &err)
-	err = s.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
+	defer r.done(&err)
+	err = r.view(ctx, func(view readCorpus) error {
 		v, err = describeSession(ctx, view, id)
 		return err
 	})
-	return v, lookupError(id, err)
+	return v, r.lookupError(id, err)
+}
+
+// sessionReader is what show reads of a corpus.
+type sessionReader interface {
+	backend.HeaderReader
+	backend.LogReader
 }
 
 // describeSession reads everything show reports from one snapshot. Facts
 // kept beside the log (such as who holds the session) belong here.
-func describeSession(ctx context.Context, view *sqlitepersist.Store, id string) (sessionView, error) {
+func describeSession(ctx context.Context, view sessionReader, id string) (sessionView, error) {
 	ins, err := view.Inspect(ctx, id)
 	var (
 		ve *session.ValidationError
-		ce *sqlitepersist.CorruptRowError
+		ce *backend.CorruptRowError
 	)
 	if errors.As(err, &ve) || errors.As(err, &ce) {
 		h, herr := view.Header(ctx, id)

@@ -80,9 +80,9 @@ type LogReader interface {
 	// validation is an error wrapping *session.ValidationError; an unknown
 	// id wraps ErrNotFound. It writes nothing, ever.
 	Inspect(ctx context.Context, id string) (*Inspection, error)
-	// InspectTypes is Inspect keeping only events whose type is in types
-	// (the verdict is the same as Inspect's: the whole log is judged).
-	// Closers are left out.
+	// InspectTypes is Inspect keeping only the events and closers whose
+	// type is in types (the verdict is the same as Inspect's: the whole
+	// log is judged).
 	InspectTypes(ctx context.Context, id string, types ...string) (*Inspection, error)
 	// Audit reads the raw facts a diagnosis needs and Inspect hides: the
 	// stored seqs' gaps and, beside the valid prefix, the reason the log

@@ -254,6 +254,15 @@ type Live struct {
 	UnitFailure string
 }
 
+// Unoffered is a session a corpus holds but cannot offer at all: its header
+// cannot be read or is refused, or its id is ambiguous. ID is "" when no id
+// could be read; Location says where the session is stored.
+type Unoffered struct {
+	Location string
+	ID       string
+	Err      error
+}
+
 // CheckpointRecord is one stored projection checkpoint. The backend keeps
 // it whole; projcache decides what it means.
 type CheckpointRecord struct {

@@ -150,7 +150,13 @@ func checkRawLog(s *sessionAudit, log *backend.AuditRead, res *subagent.Resoluti
 	if t := log.Torn; t != nil {
 		s.add(LogTornTail, seqOf(t.FromSeq), "torn tail from seq %d (%s): readers cut the log there, and resume's repair deletes it", t.FromSeq, t.Reason)
 	}
-	if log.ReadErr != nil {
+	switch {
+	case log.ReadErr == nil:
+	case dsherr.CodeOf(log.ReadErr) == dsherr.UnsupportedFmt:
+		// A foreign corpus's session in a format dsh does not read: the
+		// detail names the version and the file.
+		s.add(UnsupportedFormat, nil, "%v%s", log.ReadErr, unreadableConsequence(res))
+	default:
 		seq, detail := readFailure(log.ReadErr)
 		s.add(LogUnreadable, seq, "%s%s", detail, unreadableConsequence(res))
 	}
@@ -404,7 +410,7 @@ func checkResumable(s *sessionAudit, log *backend.AuditRead) {
 // rowCauses are the findings that explain a diagnostic row.
 var rowCauses = []Code{
 	DescriptorMissing, DescriptorMalformed, DescriptorUnsupportedVersion, DescriptorAncestorOnly,
-	LogUnreadable, LifecycleMismatch, UnitFailed,
+	LogUnreadable, UnsupportedFormat, LifecycleMismatch, UnitFailed,
 }
 
 // explainRow makes sure a diagnostic row never goes unexplained: when no

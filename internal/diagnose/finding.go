@@ -105,6 +105,10 @@ const (
 	// UnitFailed: the projection fold fails on the log or the live
 	// holder reported a unit failure (list: corrupt).
 	UnitFailed Code = "UNIT_FAILED"
+	// HeaderUnreadable: the corpus holds a session whose header cannot be
+	// read, is refused, or names an id another file names too; no listing
+	// shows it (a foreign corpus read in place).
+	HeaderUnreadable Code = "HEADER_UNREADABLE"
 	// UnknownSession: an id or parent named on the command line does not
 	// exist (only with --no-strict; otherwise it is exit status 2).
 	UnknownSession Code = "UNKNOWN_SESSION"
@@ -120,6 +124,7 @@ var codeSeverity = []struct {
 	{DescriptorUnsupportedVersion, Error},
 	{DescriptorAncestorOnly, Error},
 	{DescriptorMultiple, Warning},
+	{HeaderUnreadable, Error},
 	{LogUnreadable, Error},
 	{UnsupportedFormat, Error},
 	{SeqGap, Error},

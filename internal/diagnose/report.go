@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -56,9 +55,6 @@ func (s Summary) AtOrAbove(min Severity) int {
 	return n
 }
 
-// Add counts a report made outside Run (RefusedReport) into the summary.
-func (s *Summary) Add(r Report) { s.add(r) }
-
 func (s *Summary) add(r Report) {
 	s.Examined++
 	s.Rows[r.RowKind]++
@@ -82,19 +78,4 @@ func sortFindings(fs []Finding) {
 		}
 		return cmp.Compare(*a.Seq, *b.Seq)
 	})
-}
-
-// RefusedReport is the report of a session a DSH corpus lists but dsh does
-// not read (a format version or construct it refuses, detail saying which
-// and where): one UNSUPPORTED_FORMAT finding, and the unavailable row a
-// listing of its parent shows for a subagent child.
-func RefusedReport(h session.Header, detail string) Report {
-	r := Report{ID: h.ID, ParentID: h.ParentSession, CreatedAt: h.CreatedAt, RowKind: RowNotListed}
-	if h.IsSubagent() && h.ParentSession != nil {
-		r.RowKind = RowUnavailable
-		r.Row = &subagent.Row{Kind: subagent.KindDiagnostic, ID: h.ID, Reason: subagent.ReasonUnavailable}
-	}
-	r.Findings = []Finding{{Code: UnsupportedFormat, Severity: UnsupportedFormat.Severity(), SessionID: h.ID, ParentID: h.ParentSession,
-		Detail: detail + "; dsh list shows it as unavailable"}}
-	return r
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/corpus"
@@ -175,14 +176,65 @@ type item struct {
 
 func (a *auditor) run(ctx context.Context) error {
 	sel := a.opts.Select
+	var err error
 	switch {
 	case len(sel.IDs) > 0:
-		return a.runIDs(ctx, sel.IDs)
+		err = a.runIDs(ctx, sel.IDs)
 	case sel.HasParent:
-		return a.runParent(ctx, sel.Parent, sel.Scope)
+		err = a.runParent(ctx, sel.Parent, sel.Scope)
 	default:
-		return a.runStore(ctx, !sel.All)
+		err = a.runStore(ctx, !sel.All)
 	}
+	if err != nil {
+		return err
+	}
+	return a.reportUnoffered(ctx)
+}
+
+// unofferer is a corpus that holds sessions it cannot offer at all (a
+// foreign corpus's files whose header cannot be read).
+type unofferer interface {
+	Unoffered() []backend.Unoffered
+}
+
+// unoffered is what the corpus cannot offer, nil for a corpus that offers
+// every session it holds.
+func (a *auditor) unoffered() []backend.Unoffered {
+	if u, ok := a.view.(unofferer); ok {
+		return u.Unoffered()
+	}
+	return nil
+}
+
+// reportUnoffered reports every session the corpus holds but cannot offer
+// (with IDs selected, those named): no header means no parent to list it
+// under, so each is its own report, counted like any other.
+func (a *auditor) reportUnoffered(ctx context.Context) error {
+	for _, u := range a.unoffered() {
+		if ids := a.opts.Select.IDs; len(ids) > 0 && !slices.Contains(ids, u.ID) {
+			continue
+		}
+		id := u.ID
+		if id == "" {
+			id = u.Location
+		}
+		s := &sessionAudit{header: session.Header{ID: id}}
+		detail := u.Err.Error()
+		if !strings.Contains(detail, u.Location) {
+			detail = u.Location + ": " + detail
+		}
+		s.add(HeaderUnreadable, nil, "%s: no listing shows this session", detail)
+		if err := a.record(ctx, Report{ID: id, RowKind: RowNotListed, Findings: s.findings}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isUnoffered reports whether id names a session the corpus holds but
+// cannot offer.
+func (a *auditor) isUnoffered(id string) bool {
+	return slices.ContainsFunc(a.unoffered(), func(u backend.Unoffered) bool { return u.ID == id })
 }
 
 func (a *auditor) start(total int) {
@@ -317,6 +369,8 @@ func (a *auditor) runIDs(ctx context.Context, ids []string) error {
 		seen[id] = true
 		h, err := a.view.Header(ctx, id)
 		switch {
+		case errors.Is(err, backend.ErrNotFound) && a.isUnoffered(id):
+			// Reported with its header's damage by reportUnoffered.
 		case errors.Is(err, backend.ErrNotFound):
 			if a.opts.Strict {
 				return unknownError(id)
@@ -448,6 +502,14 @@ func (a *auditor) examine(ctx context.Context, it item, res *subagent.Resolution
 	}
 	r, err := a.audit(ctx, it, res)
 	if err != nil {
+		return err
+	}
+	return a.record(ctx, r)
+}
+
+// record counts one report and emits it, up to the findings limit.
+func (a *auditor) record(ctx context.Context, r Report) error {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	// The summary counts every finding, past the limit too: the exit status

@@ -1,0 +1,292 @@
+package dshformat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// Corpus is a foreign DSH corpus read in place through the read side of the
+// backend contract (backend.Reader and backend.LeaseReader), so that dsh's
+// listing, audit and session commands run the same code on it as on a dsh
+// store. Logs are read as DSH's non-mutating inspect reads them: the valid
+// prefix, older records converted, the whole log validated. No dsh process
+// holds a foreign session, so nothing is live. Nothing is ever written.
+type Corpus struct {
+	src      Source
+	name     string
+	headers  []session.Header // by id
+	byID     map[string]session.Header
+	byParent map[string][]session.Header // each in (createdAt, id) order
+}
+
+// The read side of the contract, checked at compile time.
+var (
+	_ backend.Reader      = (*Corpus)(nil)
+	_ backend.LeaseReader = (*Corpus)(nil)
+)
+
+// NewCorpus indexes src's headers. name says where the corpus is (for
+// messages); the caller keeps closing src.
+func NewCorpus(ctx context.Context, src Source, name string) (*Corpus, error) {
+	headers, err := src.Headers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &Corpus{src: src, name: name, headers: headers, byID: make(map[string]session.Header, len(headers)), byParent: map[string][]session.Header{}}
+	for _, h := range headers {
+		c.byID[h.ID] = h
+		if p := h.Parent(); h.ParentSession != nil {
+			c.byParent[p] = append(c.byParent[p], h)
+		}
+	}
+	for _, kids := range c.byParent {
+		slices.SortFunc(kids, byCreatedThenID)
+	}
+	return c, nil
+}
+
+func byCreatedThenID(a, b session.Header) int {
+	if a.CreatedAt != b.CreatedAt {
+		if a.CreatedAt < b.CreatedAt {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// Unoffered lists the sessions the corpus holds but cannot offer (see
+// Source.Problems): an audit reports each one.
+func (c *Corpus) Unoffered() []backend.Unoffered {
+	var out []backend.Unoffered
+	for _, p := range c.src.Problems() {
+		out = append(out, backend.Unoffered{Location: p.Path, ID: p.ID, Err: p.Err})
+	}
+	return out
+}
+
+func (c *Corpus) notFound(id string) error {
+	return &dsherr.Error{Code: dsherr.NotFound, Msg: fmt.Sprintf("no session with id %q in %s", id, c.name), Err: backend.ErrNotFound}
+}
+
+// Header implements backend.HeaderReader.
+func (c *Corpus) Header(ctx context.Context, id string) (session.Header, error) {
+	if err := ctx.Err(); err != nil {
+		return session.Header{}, err
+	}
+	h, ok := c.byID[id]
+	if !ok {
+		return session.Header{}, c.notFound(id)
+	}
+	return h, nil
+}
+
+// ChildrenOf implements backend.ChildrenReader.
+func (c *Corpus) ChildrenOf(ctx context.Context, parentID string, fn func(session.Header) error) error {
+	for _, h := range c.byParent[parentID] {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(h); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// HasSubagentChild implements backend.ChildrenReader.
+func (c *Corpus) HasSubagentChild(ctx context.Context, id string) (bool, error) {
+	return slices.ContainsFunc(c.byParent[id], session.Header.IsSubagent), ctx.Err()
+}
+
+// SubagentParents implements backend.ChildrenReader.
+func (c *Corpus) SubagentParents(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, id := range ids {
+		if slices.ContainsFunc(c.byParent[id], session.Header.IsSubagent) {
+			out[id] = true
+		}
+	}
+	return out, ctx.Err()
+}
+
+// ListHeaders implements backend.SessionLister, in id order.
+func (c *Corpus) ListHeaders(ctx context.Context, fn func(session.Header) error) error {
+	for _, h := range c.headers {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CountSessions implements backend.SessionLister.
+func (c *Corpus) CountSessions(ctx context.Context, subagentOnly bool) (int, error) {
+	if !subagentOnly {
+		return len(c.headers), ctx.Err()
+	}
+	n := 0
+	for _, h := range c.headers {
+		if h.IsSubagent() {
+			n++
+		}
+	}
+	return n, ctx.Err()
+}
+
+// EachParent implements backend.SessionLister.
+func (c *Corpus) EachParent(ctx context.Context, subagentOnly bool, fn func(parent string) error) error {
+	var parents []string
+	for p, kids := range c.byParent {
+		if !subagentOnly || slices.ContainsFunc(kids, session.Header.IsSubagent) {
+			parents = append(parents, p)
+		}
+	}
+	slices.Sort(parents)
+	for _, p := range parents {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RootHeaders implements backend.SessionLister.
+func (c *Corpus) RootHeaders(ctx context.Context, subagentOnly bool, fn func(session.Header) error) error {
+	var roots []session.Header
+	for _, h := range c.headers {
+		if h.ParentSession == nil && (!subagentOnly || h.IsSubagent()) {
+			roots = append(roots, h)
+		}
+	}
+	slices.SortFunc(roots, byCreatedThenID)
+	for _, h := range roots {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Audit implements backend.LogReader: the session as DSH's inspect reads
+// it, with the reason it cannot be read kept beside the data. A log the
+// reader finds damaged before its last committed turn/end has no events
+// and a ReadErr wrapping backend.ErrCorrupt; one refused for its format
+// version a ReadErr with code UNSUPPORTED_FORMAT.
+func (c *Corpus) Audit(ctx context.Context, id string) (*backend.AuditRead, error) {
+	h, err := c.Header(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s, err := c.src.Read(ctx, id)
+	var refusal *UnsupportedVersionError
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, ErrNotFound):
+		return nil, c.notFound(id)
+	case errors.Is(err, ErrCorrupt):
+		return &backend.AuditRead{Header: h, ReadErr: corruptLog(id, err)}, nil
+	case errors.As(err, &refusal):
+		return &backend.AuditRead{Header: h, ReadErr: &dsherr.Error{Code: dsherr.UnsupportedFmt, Msg: err.Error(), Err: err}}, nil
+	default:
+		return nil, dsherr.Wrap(dsherr.StoreError, err, "read session %q from %s", id, c.name)
+	}
+	a := &backend.AuditRead{Header: s.Header}
+	if s.Torn != nil {
+		a.Torn = &backend.TornTail{FromSeq: s.Torn.FromSeq, Reason: s.Torn.Reason, Raw: s.Torn.Raw}
+	}
+	events, err := session.NormalizeLegacy(id, s.Events)
+	if err == nil {
+		err = session.ValidateLog(s.Header, events)
+	}
+	if err != nil {
+		a.ReadErr = &dsherr.Error{Code: dsherr.InvalidLog, Msg: fmt.Sprintf("%s: session %q failed validation: %v", c.name, id, err), Err: err}
+		return a, nil
+	}
+	a.Events = events
+	a.Closers = session.InterruptedTurnClosers(events)
+	return a, nil
+}
+
+// corruptLog is the INVALID_LOG error for damage before the last committed
+// turn/end: a *backend.CorruptRowError naming the seq when the reader knows
+// it (an SQLite row, or a JSONL event line: line n holds seq n-1).
+func corruptLog(id string, err error) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		seq := ce.Seq
+		if seq < 0 && ce.Line > 0 {
+			seq = ce.Line - 1
+		}
+		if seq >= 0 {
+			row := &backend.CorruptRowError{ID: id, Seq: seq, Reason: err.Error()}
+			return &dsherr.Error{Code: dsherr.InvalidLog, Msg: err.Error(), Err: row}
+		}
+	}
+	return &dsherr.Error{Code: dsherr.InvalidLog, Msg: err.Error(), Err: fmt.Errorf("%w: %w", backend.ErrCorrupt, err)}
+}
+
+// Inspect implements backend.LogReader.
+func (c *Corpus) Inspect(ctx context.Context, id string) (*backend.Inspection, error) {
+	a, err := c.Audit(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if a.ReadErr != nil {
+		if dsherr.CodeOf(a.ReadErr) == dsherr.UnsupportedFmt {
+			// Alone on stderr the refusal names the corpus too.
+			return nil, dsherr.Wrap(dsherr.UnsupportedFmt, a.ReadErr, "%s", c.name)
+		}
+		return nil, a.ReadErr
+	}
+	return &backend.Inspection{Header: a.Header, Events: a.Events, Torn: a.Torn, Closers: a.Closers}, nil
+}
+
+// InspectTypes implements backend.LogReader.
+func (c *Corpus) InspectTypes(ctx context.Context, id string, types ...string) (*backend.Inspection, error) {
+	in, err := c.Inspect(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	keep := func(events []session.Event) []session.Event {
+		out := events[:0:0]
+		for _, e := range events {
+			if slices.Contains(types, e.Type) {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	in.Events, in.Closers = keep(in.Events), keep(in.Closers)
+	return in, nil
+}
+
+// Leases implements backend.LeaseReader: a foreign corpus has none.
+func (c *Corpus) Leases(ctx context.Context) ([]backend.Lease, error) { return nil, ctx.Err() }
+
+// LiveSessions implements backend.LeaseReader: nothing is live.
+func (c *Corpus) LiveSessions(ctx context.Context) (map[string]backend.Live, error) {
+	return map[string]backend.Live{}, ctx.Err()
+}
+
+// Now implements backend.LeaseReader with the local clock.
+func (c *Corpus) Now(ctx context.Context) (time.Time, error) { return time.Now(), ctx.Err() }
