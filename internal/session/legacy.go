@@ -21,9 +21,30 @@ import (
 func NormalizeLegacy(sessionID string, events []Event) ([]Event, error) {
 	out := events
 	copied := false
-	messageIDs := map[int64]string{}
+	// The message ids of the events before the current one, by seq, as
+	// converted (the last event of a seq with an id wins). Only a legacy
+	// tool/result replacement asks, so the index is built when one first
+	// does and then kept up to date: no parse per event otherwise.
+	var (
+		messageIDs map[int64]string
+		indexed    int
+		current    int
+	)
+	messageID := func(seq int64) (string, bool) {
+		if messageIDs == nil {
+			messageIDs = map[int64]string{}
+		}
+		for ; indexed < current; indexed++ {
+			if id, ok := eventMessageID(out[indexed]); ok {
+				messageIDs[out[indexed].Seq] = id
+			}
+		}
+		id, ok := messageIDs[seq]
+		return id, ok
+	}
 	for i, e := range events {
-		converted, changed, err := convertLegacy(sessionID, e, int64(i), messageIDs)
+		current = i
+		converted, changed, err := convertLegacy(sessionID, e, int64(i), messageID)
 		if err != nil {
 			return nil, err
 		}
@@ -33,22 +54,24 @@ func NormalizeLegacy(sessionID string, events []Event) ([]Event, error) {
 			}
 			out[i] = converted
 		}
-		if id, ok := eventMessageID(converted); ok {
-			messageIDs[converted.Seq] = id
-		}
 	}
 	return out, nil
 }
 
-func convertLegacy(sessionID string, e Event, pos int64, messageIDs map[int64]string) (Event, bool, *ValidationError) {
+func convertLegacy(sessionID string, e Event, pos int64, messageID func(seq int64) (string, bool)) (Event, bool, *ValidationError) {
 	if len(e.Data) == 0 {
 		return e, false, nil // validation reports the missing data
+	}
+	switch e.Type {
+	case TypeTurnStart, TypeTurnEnd, "steering/message", TypeUserMessage, TypeAssistantMsg, TypeToolResult:
+	default:
+		return e, false, nil // no other type has an older shape
 	}
 	malformed := func(t string) *ValidationError {
 		return failf(pos, RuleLegacyShape, `session "%s" contains malformed pre-react-loop %s at seq %d`, sessionID, t, e.Seq)
 	}
 	data, isRecord := parseObject(e.Data)
-	legacyID := "legacy-message:" + sessionID + ":" + strconv.FormatInt(e.Seq, 10)
+	legacyID := func() []byte { return jsonString("legacy-message:" + sessionID + ":" + strconv.FormatInt(e.Seq, 10)) }
 	switch e.Type {
 	case TypeTurnStart:
 		if !isRecord || !data.has("trigger") {
@@ -92,14 +115,14 @@ func convertLegacy(sessionID string, e Event, pos int64, messageIDs map[int64]st
 		if !turnOK || !data.hasOnlyKeys([]string{"turn", "content", "source"}) {
 			return e, false, malformed(e.Type)
 		}
-		msg := objectFrom(data).del("turn").set("id", jsonString(legacyID)).set("role", []byte(`"user"`))
+		msg := objectFrom(data).del("turn").set("id", legacyID()).set("role", []byte(`"user"`))
 		e.Type, e.Data = TypeUserMessage, msg.bytes()
 		return e, true, nil
 	case TypeUserMessage:
 		if !isRecord || data.has("id") || data.has("role") || data.has("message") || !data.has("content") || !data.has("source") {
 			return e, false, nil
 		}
-		e.Data = objectFrom(data).set("id", jsonString(legacyID)).set("role", []byte(`"user"`)).bytes()
+		e.Data = objectFrom(data).set("id", legacyID()).set("role", []byte(`"user"`)).bytes()
 		return e, true, nil
 	case TypeAssistantMsg:
 		if !isRecord || data.has("message") || !data.has("content") || !data.has("provenance") {
@@ -110,7 +133,7 @@ func convertLegacy(sessionID string, e Event, pos int64, messageIDs map[int64]st
 			source = objectFrom(provenance)
 		}
 		msg := newJSObject().
-			set("id", jsonString(legacyID)).
+			set("id", legacyID()).
 			set("role", []byte(`"assistant"`)).
 			set("content", fieldOr(data, "content")).
 			set("source", source.set("kind", []byte(`"model"`)).bytes())
@@ -123,8 +146,8 @@ func convertLegacy(sessionID string, e Event, pos int64, messageIDs map[int64]st
 		callID := fieldOr(data, "callId")
 		msg := newJSObject()
 		if start, isReplace := replacementStart(e.SurfaceOp); !isReplace {
-			msg.set("id", jsonString(legacyID))
-		} else if inherited, ok := messageIDs[start]; ok {
+			msg.set("id", legacyID())
+		} else if inherited, ok := messageID(start); ok {
 			msg.set("id", jsonString(inherited))
 		} // an unknown target leaves the id undefined, which JSON omits
 		block := newJSObject().
