@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -251,5 +253,38 @@ func TestOutputSetting(t *testing.T) {
 	_, stderr, code = runDsh(t, "version", "-o", "jsonl")
 	if code != exitUsage || !strings.HasPrefix(stderr, `dsh: USAGE: -o: unsupported output format "jsonl" (want table, tsv, json)`) {
 		t.Errorf("version -o jsonl: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// busyTimeoutMs: 0 means "do not wait for another writer's lock", not
+// "the default": the connections dsh opens carry busy_timeout 0.
+func TestBusyTimeoutZeroHonoured(t *testing.T) {
+	home := isolateEnv(t)
+	t.Setenv("DSH_DB", filepath.Join(home, "dsh.db"))
+	t.Setenv("DSH_BUSY_TIMEOUT_MS", "0")
+	a := &app{stdout: io.Discard, stderr: io.Discard}
+	a.newRootCmd()
+	ctx := context.Background()
+	s, err := a.openStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeSeedStore(t, s)
+	ro, err := a.openStoreReadOnly(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSeedStore(t, ro)
+	var got int
+	if err := ro.Querier().QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&got); err != nil || got != 0 {
+		t.Errorf("read-only store: busy_timeout %d (%v), want 0", got, err)
+	}
+	w, err := a.openStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeSeedStore(t, w)
+	if err := w.Querier().QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&got); err != nil || got != 0 {
+		t.Errorf("writable store: busy_timeout %d (%v), want 0", got, err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,17 +106,9 @@ func seedReadOnlyCorpus(t *testing.T, db string) {
 	}
 }
 
-// Read commands never create, migrate or modify the database: the file and
-// its WAL keep their bytes and modification times.
-func TestReadCommandsLeaveDatabaseUntouched(t *testing.T) {
-	home := isolateEnv(t)
-	db := filepath.Join(home, "corpus", "dsh.db")
-	t.Setenv("DSH_DB", db)
-	seedReadOnlyCorpus(t, db)
-	if _, stderr, code := runDsh(t, "session", "fork", "balanced", "--id", "fork"); code != 0 {
-		t.Fatalf("fork: exit %d: %s", code, stderr)
-	}
-
+// readCommands is every read command over the corpus seedReadOnlyCorpus
+// writes (and its fork "fork"); export writes under exportDir only.
+func readCommands(exportDir string) [][]string {
 	reads := [][]string{
 		{"session", "ls"},
 		{"session", "ls", "-o", "json"},
@@ -129,7 +122,7 @@ func TestReadCommandsLeaveDatabaseUntouched(t *testing.T) {
 		{"list", "--parent", "no-such-session", "--strict"},
 		{"cache", "stats"},
 		{"cache", "verify", "--all"},
-		{"export", "--to", filepath.Join(home, "export"), "--all"},
+		{"export", "--to", exportDir, "--all"},
 	}
 	for _, id := range []string{"balanced", "interrupted", "torn", "fork"} {
 		reads = append(reads,
@@ -140,7 +133,22 @@ func TestReadCommandsLeaveDatabaseUntouched(t *testing.T) {
 			[]string{"session", "events", id, "--type", session.TypeTurnEnd},
 		)
 	}
-	files := []string{db, db + "-wal"}
+	return reads
+}
+
+// Read commands never create, migrate or modify the database: the file, its
+// WAL and the WAL's index keep their bytes and modification times.
+func TestReadCommandsLeaveDatabaseUntouched(t *testing.T) {
+	home := isolateEnv(t)
+	db := filepath.Join(home, "corpus", "dsh.db")
+	t.Setenv("DSH_DB", db)
+	seedReadOnlyCorpus(t, db)
+	if _, stderr, code := runDsh(t, "session", "fork", "balanced", "--id", "fork"); code != 0 {
+		t.Fatalf("fork: exit %d: %s", code, stderr)
+	}
+
+	reads := readCommands(filepath.Join(home, "export"))
+	files := []string{db, db + "-wal", db + "-shm"}
 	before := make([]fileState, len(files))
 	for i, f := range files {
 		before[i] = stateOf(t, f)
@@ -197,5 +205,79 @@ func TestReadCommandOnMissingDatabaseCreatesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("read commands created %s (stat: %v)", dir, err)
+	}
+}
+
+// A database archived without its -wal and -shm, read-only in a read-only
+// directory: every read command works and creates nothing beside it, run as
+// a user the modes bind (nobody under root) and as the test's own user
+// (root in CI, whom the modes do not stop).
+func TestReadCommandsOnArchivedReadOnlyDatabase(t *testing.T) {
+	home := isolateEnv(t)
+	live := filepath.Join(home, "live", "dsh.db")
+	t.Setenv("DSH_DB", live)
+	seedReadOnlyCorpus(t, live)
+	if _, stderr, code := runDsh(t, "session", "fork", "balanced", "--id", "fork"); code != 0 {
+		t.Fatalf("fork: exit %d: %s", code, stderr)
+	}
+	// Closing the last connection checkpointed the WAL into the file: the
+	// file alone is the whole database, as a backup copies it.
+	dir := filepath.Join(home, "archive")
+	db := filepath.Join(dir, "dsh.db")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db, b, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	exportDir := filepath.Join(home, "export")
+	if err := os.MkdirAll(exportDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(exportDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DSH_DB", db)
+	want, _, code := runDsh(t, "list", "--parent", "balanced", "-o", "json")
+	if code != 0 || !strings.Contains(want, `"id":"torn-child"`) {
+		t.Fatalf("list of the archive: exit %d: %s", code, want)
+	}
+	unprivileged := unprivilegedDsh(t, dir, exportDir)
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	before := stateOf(t, db)
+	for _, runner := range []struct {
+		name string
+		run  dshRunner
+	}{{"unprivileged", unprivileged}, {"own user", runDsh}} {
+		for _, args := range readCommands(filepath.Join(exportDir, strings.ReplaceAll(runner.name, " ", "-"))) {
+			stdout, stderr, code := runner.run(t, args...)
+			wantCode := 0
+			if strings.Contains(strings.Join(args, " "), "no-such-session") {
+				wantCode = exitUsage
+			}
+			if code != wantCode {
+				t.Errorf("%s: dsh %v: exit %d, want %d: %s", runner.name, args, code, wantCode, stderr)
+			}
+			if strings.Contains(stderr, "readonly") || strings.Contains(stdout, "readonly") {
+				t.Errorf("%s: dsh %v: %s%s", runner.name, args, stdout, stderr)
+			}
+			if got := dirNames(t, dir); strings.Join(got, " ") != "dsh.db" {
+				t.Fatalf("%s: dsh %v left %q in the archive directory", runner.name, args, got)
+			}
+		}
+		got, _, _ := runner.run(t, "list", "--parent", "balanced", "-o", "json")
+		if got != want {
+			t.Errorf("%s: list %s, want %s", runner.name, got, want)
+		}
+	}
+	if after := stateOf(t, db); !bytes.Equal(after.content, before.content) || !after.mtime.Equal(before.mtime) {
+		t.Error("the archived database changed")
 	}
 }

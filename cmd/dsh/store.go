@@ -18,7 +18,7 @@ func (a *app) openStore(ctx context.Context) (*sqlitepersist.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sqlitepersist.Open(ctx, cfg.DB, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout})
+	return sqlitepersist.Open(ctx, cfg.DB, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout, BusyTimeoutSet: true})
 }
 
 // openStoreReadOnly opens the configured database for reading. It never
@@ -28,7 +28,7 @@ func (a *app) openStoreReadOnly(ctx context.Context) (*sqlitepersist.Store, erro
 	if err != nil {
 		return nil, err
 	}
-	return sqlitepersist.OpenReadOnly(ctx, cfg.DB, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout})
+	return sqlitepersist.OpenReadOnly(ctx, cfg.DB, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout, BusyTimeoutSet: true})
 }
 
 // closeStore closes s and keeps the first error: a failed close after a

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqliteread"
 )
 
 // DSH's opt-in SQLite persistence, schema 17 (storage-formats §3).
@@ -47,9 +48,10 @@ type sqliteSource struct {
 }
 
 // OpenDSHSQLite opens DSH's schema-17 SQLite store read-only. Nothing is
-// ever written: the file is opened with mode=ro, and with immutable=1 (no
-// locks, no -shm or -wal files created) unless a non-empty -wal file holds
-// committed transactions that only a WAL-aware open can see. The store
+// ever written, beside the store either: the file is opened as package
+// sqliteread decides (immutable=1 when no -wal or -shm lies beside it, the
+// -shm index mapped read-only when there is one, so that committed
+// transactions still in a -wal are read without touching the index). The store
 // must carry DSH's application_id and user_version 17 — any other schema
 // version is refused with *UnsupportedVersionError — and exactly DSH's
 // schema objects. Session rows that fail DSH's metadata checks are
@@ -66,9 +68,9 @@ func OpenDSHSQLite(ctx context.Context, path string) (Source, error) {
 	if !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("open DSH SQLite store %s: not a regular file", path)
 	}
-	query := url.Values{"mode": {"ro"}, "_pragma": {"query_only(1)", "trusted_schema(0)"}}
-	if wal, err := os.Stat(abs + "-wal"); err != nil || wal.Size() == 0 {
-		query.Set("immutable", "1")
+	query := url.Values{"_pragma": {"query_only(1)", "trusted_schema(0)"}}
+	if err := sqliteread.Query(abs, query); err != nil {
+		return nil, fmt.Errorf("open DSH SQLite store %s: %w", path, err)
 	}
 	dsn := (&url.URL{Scheme: "file", Path: abs, RawQuery: query.Encode()}).String()
 	db, err := sql.Open("sqlite", dsn)

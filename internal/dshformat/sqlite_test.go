@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-project/dsh/internal/session"
 )
@@ -338,7 +339,44 @@ func TestSQLiteReadsPendingWAL(t *testing.T) {
 	if info, err := os.Stat(s.path + "-wal"); err != nil || info.Size() == 0 {
 		t.Fatalf("no pending WAL: %v", err)
 	}
-	dshfixtures.AssertSameEvents(t, "wal", readOne(t, s.path, testHeader.ID).Events, events)
+	// The store as a writer that crashed leaves it (a copy: an index still
+	// mapped by a writer in this process would be shared with the reader):
+	// the pending transactions are read, and the -wal and its -shm index
+	// keep their bytes and modification times.
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sessions.db")
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		b, err := os.ReadFile(s.path + suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path+suffix, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type fileState struct {
+		data  []byte
+		mtime time.Time
+	}
+	stateOf := func(p string) fileState {
+		b, err := os.ReadFile(p)
+		info, serr := os.Stat(p)
+		if err != nil || serr != nil {
+			t.Fatalf("%s: %v %v", p, err, serr)
+		}
+		return fileState{b, info.ModTime()}
+	}
+	before := map[string]fileState{}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		before[suffix] = stateOf(path + suffix)
+	}
+	time.Sleep(10 * time.Millisecond)
+	dshfixtures.AssertSameEvents(t, "wal", readOne(t, path, testHeader.ID).Events, events)
+	for suffix, b := range before {
+		if a := stateOf(path + suffix); !bytes.Equal(a.data, b.data) || !a.mtime.Equal(b.mtime) {
+			t.Errorf("reading the store changed its %s", suffix)
+		}
+	}
 }
 
 // The schema-17 reader and the JSONL writer compose: a store built from

@@ -18,6 +18,9 @@ var (
 	ErrCorrupt   = backend.ErrCorrupt
 	// ErrSchemaTooNew: the file was migrated by a newer dsh.
 	ErrSchemaTooNew = errors.New("database schema is newer than this dsh")
+	// ErrSchemaTooOld: a read-only open found a schema that dsh init has
+	// not yet migrated.
+	ErrSchemaTooOld = errors.New("database schema is older than this dsh")
 	// ErrForeignDatabase: the file is a SQLite database that dsh did not create.
 	ErrForeignDatabase = errors.New("not a dsh database")
 )

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/sqliteread"
 	"github.com/dsh-project/dsh/migrations"
 )
 
@@ -179,15 +180,26 @@ func checkReadableSchema(ctx context.Context, db *sql.DB, path string) error {
 		return dsherr.Wrap(dsherr.Internal, err, "embedded migrations")
 	}
 	id, err := readIdentity(ctx, db)
+	if sqliteread.HotJournal(err) {
+		return dsherr.Wrap(dsherr.StoreError, err,
+			"%s has a hot rollback journal (%s-journal): a writer crashed mid-transaction after the file was switched out of WAL mode, "+
+				"and a read-only command cannot roll it back; run dsh init to recover it", path, path)
+	}
 	if err != nil {
 		return dsherr.Wrap(dsherr.StoreError, err, "read schema of %s", path)
 	}
 	if err := id.check(path, latest); err != nil {
 		return err
 	}
-	if id.userVersion == 0 {
+	switch {
+	case id.userVersion == 0:
 		return &dsherr.Error{Code: dsherr.StoreError, Err: ErrNoDatabase,
 			Msg: fmt.Sprintf("%s is not initialized (run dsh init)", path)}
+	case id.userVersion < latest:
+		// The commands read tables later migrations add: say so rather
+		// than fail on the first missing one.
+		return &dsherr.Error{Code: dsherr.StoreError, Err: ErrSchemaTooOld,
+			Msg: fmt.Sprintf("%s has dsh schema version %d; this dsh reads version %d: run dsh init to migrate it", path, id.userVersion, latest)}
 	}
 	return nil
 }

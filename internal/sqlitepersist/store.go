@@ -24,6 +24,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/sqliteread"
 	"modernc.org/sqlite"
 )
 
@@ -37,8 +38,12 @@ const walSizeLimit = 4 << 20
 
 // Options configures a Store.
 type Options struct {
-	// BusyTimeout is the SQLite busy timeout; zero means DefaultBusyTimeout.
+	// BusyTimeout is the SQLite busy timeout; zero means DefaultBusyTimeout
+	// unless BusyTimeoutSet.
 	BusyTimeout time.Duration
+	// BusyTimeoutSet makes BusyTimeout apply as given, zero included: a
+	// configured busyTimeoutMs of 0 means "fail at once", not "default".
+	BusyTimeoutSet bool
 	// Clock is the store's clock, the one leases are judged by; nil means
 	// time.Now. Every process sharing a file must use the same clock, so
 	// only tests set it.
@@ -47,7 +52,7 @@ type Options struct {
 
 func (o Options) busyTimeoutMillis() (int64, error) {
 	d := o.BusyTimeout
-	if d == 0 {
+	if d == 0 && !o.BusyTimeoutSet {
 		d = DefaultBusyTimeout
 	}
 	if d < 0 {
@@ -139,13 +144,12 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 }
 
 // OpenReadOnly opens an existing store for reading only (SQLite mode=ro plus
-// query_only). It never creates, migrates or modifies the database; a missing
-// file is an error wrapping ErrNoDatabase.
-//
-// SQLite needs the -shm index of a WAL database even to read it. Stores
-// written by dsh keep their -wal and -shm files (see persistentWAL), so a
-// read-only open normally creates nothing; for a database copied without them
-// SQLite creates the two files, leaving the database's content untouched.
+// query_only). It never creates, migrates or modifies the database, and
+// writes nothing beside it: stores written by dsh keep their -wal and -shm
+// (see persistentWAL), whose index is mapped read-only; a file archived or
+// copied without them is opened immutable, which works in a read-only
+// directory (package sqliteread has the rules). A missing file is an error
+// wrapping ErrNoDatabase.
 func OpenReadOnly(ctx context.Context, path string, o Options) (*Store, error) {
 	busyMillis, err := o.busyTimeoutMillis()
 	if err != nil {
@@ -156,7 +160,9 @@ func OpenReadOnly(ctx context.Context, path string, o Options) (*Store, error) {
 		return nil, err
 	}
 	q := url.Values{}
-	q.Set("mode", "ro")
+	if err := sqliteread.Query(abs, q); err != nil {
+		return nil, dsherr.Wrap(dsherr.StoreError, err, "open %s read-only", abs)
+	}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busyMillis, 10)+")")
 	q.Add("_pragma", "trusted_schema(OFF)")
 	q.Add("_pragma", "query_only(1)")
@@ -181,29 +187,40 @@ func OpenReadOnly(ctx context.Context, path string, o Options) (*Store, error) {
 }
 
 // precheckIdentity refuses a non-empty file that is not a dsh store, or is
-// one from a newer dsh, reading it through a read-only connection.
+// one from a newer dsh, reading it through a read-only connection. A hot
+// rollback journal beside the file (a writer crashed mid-transaction, after
+// something switched the file out of WAL mode) cannot be rolled back read
+// only: the identity is then read through a writable connection, which
+// rolls the journal back first, as that writer's next open would have.
 func precheckIdentity(ctx context.Context, abs string, busyMillis int64) error {
 	if fi, err := os.Stat(abs); err != nil || fi.Size() == 0 {
 		return nil // a new file; a stat failure resurfaces when SQLite opens it
 	}
-	q := url.Values{}
-	q.Set("mode", "ro")
-	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busyMillis, 10)+")")
-	q.Add("_pragma", "trusted_schema(OFF)")
-	db, err := sql.Open("sqlite", fileURI(abs, q))
-	if err != nil {
-		return dsherr.Wrap(dsherr.StoreError, err, "open %s", abs)
-	}
-	defer db.Close()
 	latest, err := LatestSchemaVersion()
 	if err != nil {
 		return dsherr.Wrap(dsherr.Internal, err, "embedded migrations")
 	}
-	id, err := readIdentity(ctx, db)
+	id, err := readIdentityAt(ctx, abs, busyMillis, "ro")
+	if sqliteread.HotJournal(err) {
+		id, err = readIdentityAt(ctx, abs, busyMillis, "rw")
+	}
 	if err != nil {
 		return dsherr.Wrap(dsherr.StoreError, err, "read schema of %s", abs)
 	}
 	return id.check(abs, latest)
+}
+
+func readIdentityAt(ctx context.Context, abs string, busyMillis int64, mode string) (fileIdentity, error) {
+	q := url.Values{}
+	q.Set("mode", mode)
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busyMillis, 10)+")")
+	q.Add("_pragma", "trusted_schema(OFF)")
+	db, err := sql.Open("sqlite", fileURI(abs, q))
+	if err != nil {
+		return fileIdentity{}, err
+	}
+	defer db.Close()
+	return readIdentity(ctx, db)
 }
 
 // fileURI builds a SQLite file: URI; the path is escaped so that '?', '#'
