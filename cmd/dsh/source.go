@@ -143,13 +143,7 @@ func (s *sourceFlags) openSource(ctx context.Context, a *app) (_ *corpusReader, 
 	return &corpusReader{
 		corpus: sc,
 		where:  loc.String(),
-		lister: func(n int) *subagent.Lister {
-			l := subagent.NewLister(c, nil, nil, n)
-			if file != nil {
-				l.Cache = subagent.ProjcacheIdentities{File: file, Units: l.Units}
-			}
-			return l
-		},
+		lister: func(n int) *subagent.Lister { return subagent.NewCorpusLister(c, file, n) },
 		close: func() error {
 			if err := src.Close(); err != nil {
 				return fmt.Errorf("close %s: %w", loc, err)

@@ -3,84 +3,24 @@ package subagent
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
-	"slices"
 
-	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
-// SessionReader is the part of a foreign DSH corpus (a dshformat.Source) that
-// cold reads need.
-type SessionReader interface {
-	Read(ctx context.Context, id string) (*dshformat.Session, error)
-}
-
-// NewForeignLister returns a Lister over a foreign DSH corpus read in place:
-// headers are the corpus's headers, every child is inactive (no dsh process
-// holds a foreign session), cold reads go through src with DSH's read-side
-// validation, and cache, when not nil, is DSH's projection cache file serving
+// NewCorpusLister returns a Lister over a foreign DSH corpus read in place:
+// NewLister over the corpus (every child inactive: no dsh process holds a
+// foreign session; cold reads are DSH's inspect with its read-side
+// validation), and cache, when not nil, DSH's projection cache serving
 // rung 2.
-func NewForeignLister(headers []session.Header, src SessionReader, cache *dshformat.ProjcacheFile, coldConcurrency int) *Lister {
-	reg := NewRegistry()
-	l := &Lister{
-		Headers:         corpus.NewHeaderIndex(headers),
-		Cold:            ForeignColdReader{Source: src},
-		Units:           reg,
-		ColdConcurrency: coldConcurrency,
-	}
+func NewCorpusLister(c *dshformat.Corpus, cache *dshformat.ProjcacheFile, coldConcurrency int) *Lister {
+	l := NewLister(c, nil, nil, coldConcurrency)
 	if cache != nil {
-		l.Cache = ProjcacheIdentities{File: cache, Units: reg}
+		l.Cache = ProjcacheIdentities{File: cache, Units: l.Units}
 	}
 	return l
-}
-
-// ForeignColdReader reads a cold child from a foreign corpus the way DSH's
-// non-mutating inspect does: the stored valid prefix (a torn tail cut off),
-// older format-0 records converted, then the header and the whole log
-// validated. It fails exactly when DSH's inspect would, which makes the row
-// `unavailable`.
-type ForeignColdReader struct{ Source SessionReader }
-
-// ColdRead implements ColdReader.
-func (r ForeignColdReader) ColdRead(ctx context.Context, id string, types []string) (session.Header, []session.Event, error) {
-	h, events, err := ReadForeign(ctx, r.Source, id)
-	if err != nil {
-		return session.Header{}, nil, err
-	}
-	if types == nil {
-		return h, events, nil
-	}
-	kept := make([]session.Event, 0, len(events)/4)
-	for _, e := range events {
-		if slices.Contains(types, e.Type) {
-			kept = append(kept, e)
-		}
-	}
-	return h, kept, nil
-}
-
-// ReadForeign reads session id from src as DSH's inspect restores it: the
-// header and the valid stored prefix with older records converted. A log
-// that fails DSH's validation is an error wrapping *session.ValidationError;
-// the source's own errors (damage, a refused format version, an unknown id)
-// are returned as they are.
-func ReadForeign(ctx context.Context, src SessionReader, id string) (session.Header, []session.Event, error) {
-	s, err := src.Read(ctx, id)
-	if err != nil {
-		return session.Header{}, nil, err
-	}
-	events, err := session.NormalizeLegacy(id, s.Events)
-	if err != nil {
-		return session.Header{}, nil, fmt.Errorf("%s: session %q failed validation: %w", s.Location, id, err)
-	}
-	if err := session.ValidateLog(s.Header, events); err != nil {
-		return session.Header{}, nil, fmt.Errorf("%s: session %q failed validation: %w", s.Location, id, err)
-	}
-	return s.Header, events, nil
 }
 
 // ProjcacheIdentities serves rung 2 from DSH's own projection cache file: a

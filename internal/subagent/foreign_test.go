@@ -59,11 +59,11 @@ func (fc *foreignCorpus) lister(cache *dshformat.ProjcacheFile) (*Lister, *obser
 		fc.t.Fatal(err)
 	}
 	fc.t.Cleanup(func() { src.Close() })
-	headers, err := src.Headers(context.Background())
+	c, err := dshformat.NewCorpus(context.Background(), src, "jsonl:"+fc.dir)
 	if err != nil {
 		fc.t.Fatal(err)
 	}
-	l := NewForeignLister(headers, src, cache, 1)
+	l := NewCorpusLister(c, cache, 1)
 	reads := &observedReader{ColdReader: l.Cold, counts: map[string]int{}}
 	l.Cold = reads
 	return l, reads

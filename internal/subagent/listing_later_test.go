@@ -87,11 +87,11 @@ func TestLaterFormatListing(t *testing.T) {
 	if p := src.Problems(); len(p) != 0 {
 		t.Fatalf("problems %v", p)
 	}
-	headers, err := src.Headers(ctx)
+	c, err := dshformat.NewCorpus(ctx, src, "test corpus")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := NewForeignLister(headers, src, nil, 0).ListChildren(ctx, parent)
+	rows, err := NewCorpusLister(c, nil, 0).ListChildren(ctx, parent)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,11 +142,11 @@ func BenchmarkList2000(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			headers, err := src.Headers(ctx)
+			c, err := dshformat.NewCorpus(ctx, src, corpus)
 			if err != nil {
 				b.Fatal(err)
 			}
-			rows, err := subagent.NewForeignLister(headers, src, nil, 0).ListChildren(ctx, gencorpus.DefaultParent)
+			rows, err := subagent.NewCorpusLister(c, nil, 0).ListChildren(ctx, gencorpus.DefaultParent)
 			check(b, rows, err)
 			src.Close()
 		}

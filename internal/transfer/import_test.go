@@ -124,6 +124,10 @@ func TestImportKeepsDamageAsFound(t *testing.T) {
 		t.Errorf("c-interrupted: %+v", r)
 	}
 
+	c, err := dshformat.NewCorpus(ctx, src, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range []string{"p", "c-ok", "c-invalid", "c-torn", "c-interrupted"} {
 		found, err := src.Read(ctx, id)
 		if err != nil {
@@ -138,7 +142,7 @@ func TestImportKeepsDamageAsFound(t *testing.T) {
 		}
 		dshfixtures.AssertSameEvents(t, id, stored.Events, found.Events)
 
-		_, events, readErr := subagent.ReadForeign(ctx, src, id)
+		inPlace, readErr := c.Inspect(ctx, id)
 		in, inspectErr := st.Inspect(ctx, id)
 		var before, after *session.ValidationError
 		if errors.As(readErr, &before) != errors.As(inspectErr, &after) || (before != nil && (before.Rule != after.Rule || before.Seq != after.Seq)) {
@@ -153,7 +157,7 @@ func TestImportKeepsDamageAsFound(t *testing.T) {
 		if in.Torn != nil && (in.Torn.FromSeq != found.Torn.FromSeq || string(in.Torn.Raw) != string(found.Torn.Raw)) {
 			t.Errorf("%s: torn tail %+v stored, found %+v", id, in.Torn, found.Torn)
 		}
-		dshfixtures.AssertSameEvents(t, id+" closers", in.Closers, session.InterruptedTurnClosers(events))
+		dshfixtures.AssertSameEvents(t, id+" closers", in.Closers, inPlace.Closers)
 	}
 }
 
@@ -164,11 +168,11 @@ func TestImportListsAsBefore(t *testing.T) {
 	ctx := context.Background()
 	dir, _ := damagedCorpus(t)
 	src := openSource(t, Location{KindJSONL, dir})
-	headers, err := src.Headers(ctx)
+	c, err := dshformat.NewCorpus(ctx, src, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := subagent.NewForeignLister(headers, src, nil, 0).ListDescendants(ctx, "p")
+	before, err := subagent.NewCorpusLister(c, nil, 0).ListDescendants(ctx, "p")
 	if err != nil {
 		t.Fatal(err)
 	}

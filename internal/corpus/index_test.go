@@ -6,9 +6,9 @@ import (
 	"github.com/dsh-project/dsh/internal/session"
 )
 
-// HeaderIndex is an in-memory HeaderSource over a fixed set of headers, for
-// corpora that are not in a dsh store (a foreign DSH corpus read in place).
-// It indexes by parent once, so lookups stay proportional to the answer.
+// HeaderIndex is an in-memory HeaderSource over a fixed set of headers: the
+// corpus the tests enumerate. (A foreign corpus read in place is a
+// dshformat.Corpus.)
 type HeaderIndex struct {
 	byParent map[string][]session.Header
 	byID     map[string]session.Header
