@@ -44,9 +44,10 @@ conflict and is never overwritten. A session the source cannot offer
 (a file whose header cannot be read, an id found in two files, a later DSH
 format version) is unreadable, reported with its file, and not imported.
 
-Prints one row per session: its outcome (imported, appended, skipped,
-conflict, unreadable), events (for appended: the events appended) and
-details. A summary line goes to stderr; --dry-run
+Prints one row per session as soon as it is decided (an aligned table on a
+terminal is drawn at the end; -o json prints one document at the end): its
+outcome (imported, appended, skipped, conflict, unreadable), events (for
+appended: the events appended) and details. A summary line goes to stderr; --dry-run
 reads and judges everything and writes nothing. A progress bar is drawn on
 stderr when it is a terminal (--progress forces it, --quiet silences it and
 the summary line).
@@ -114,6 +115,7 @@ func runImport(ctx context.Context, a *app, p *render.Printer, loc transfer.Loca
 	}
 	var step func(int)
 	finish := func() {}
+	out := newImportPrinter(p)
 	sum, err := transfer.Import(ctx, st, src, transfer.ImportOptions{
 		DryRun: opts.dryRun,
 		Progress: func(done, total int) {
@@ -122,12 +124,13 @@ func runImport(ctx context.Context, a *app, p *render.Printer, loc transfer.Loca
 			}
 			step(done)
 		},
+		OnResult: out.add,
 	})
 	finish()
 	if err != nil {
 		return err
 	}
-	if err := printImport(p, sum); err != nil {
+	if err := out.close(sum); err != nil {
 		return err
 	}
 	line := importSummaryLine(sum)
@@ -211,36 +214,59 @@ var importColumns = []render.Column[importSessionView]{
 	{Header: "DETAIL", Value: importSessionView.detail},
 }
 
-func printImport(p *render.Printer, sum transfer.Summary) error {
+// importPrinter prints each session's row as soon as it is decided (TSV
+// and JSONL stream; an aligned table is drawn, and the one -o json
+// document printed, at the end), then the summary.
+type importPrinter struct {
+	p     *render.Printer
+	list  *render.List[importSessionView]
+	views []importSessionView
+	err   error
+}
+
+func newImportPrinter(p *render.Printer) *importPrinter {
+	ip := &importPrinter{p: p}
+	if f := p.Format(); f != render.JSON && f != render.JSONL {
+		ip.list = render.NewList(p, importColumns)
+	}
+	return ip
+}
+
+func (ip *importPrinter) add(r transfer.Result) {
+	v := newImportSessionView(r)
+	switch {
+	case ip.err != nil:
+	case ip.p.Format() == render.JSON:
+		ip.views = append(ip.views, v)
+	case ip.p.Format() == render.JSONL:
+		ip.err = ip.p.JSON(v)
+	default:
+		ip.err = ip.list.Add(v)
+	}
+}
+
+func (ip *importPrinter) close(sum transfer.Summary) error {
+	if ip.err != nil {
+		return ip.err
+	}
 	summary := importSummaryView{DryRun: sum.DryRun, Imported: sum.Imported, Appended: sum.Appended, Skipped: sum.Skipped,
 		Conflicts: sum.Conflicts, Unreadable: sum.Unreadable, Events: sum.Events}
-	views := make([]importSessionView, len(sum.Results))
-	for i, r := range sum.Results {
-		views[i] = newImportSessionView(r)
-	}
-	switch p.Format() {
+	switch ip.p.Format() {
 	case render.JSON:
-		return p.JSON(struct {
+		views := ip.views
+		if views == nil {
+			views = []importSessionView{}
+		}
+		return ip.p.JSON(struct {
 			Summary  importSummaryView   `json:"summary"`
 			Sessions []importSessionView `json:"sessions"`
 		}{summary, views})
 	case render.JSONL:
-		for _, v := range views {
-			if err := p.JSON(v); err != nil {
-				return err
-			}
-		}
-		return p.JSON(struct {
+		return ip.p.JSON(struct {
 			Summary importSummaryView `json:"summary"`
 		}{summary})
 	}
-	l := render.NewList(p, importColumns)
-	for _, v := range views {
-		if err := l.Add(v); err != nil {
-			return err
-		}
-	}
-	return l.Close()
+	return ip.list.Close()
 }
 
 // importSummaryLine is the import in one line.

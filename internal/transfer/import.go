@@ -116,6 +116,9 @@ type ImportOptions struct {
 	// Progress, when set, is called with the number of sessions handled and
 	// the total, after each one.
 	Progress func(done, total int)
+	// OnResult, when set, is called with each session's result as soon as
+	// it is decided, in the order of Summary.Results.
+	OnResult func(Result)
 }
 
 // Import copies every session of src into dst exactly as found: logs that
@@ -154,16 +157,18 @@ func Import(ctx context.Context, dst *sqlitepersist.Store, src dshformat.Source,
 		}
 	}
 	w := &importer{dst: dst, src: src, opts: opts, units: subagent.NewRegistry()}
-	err = w.pipeline(ctx, headers, func(r Result) {
+	add := func(r Result) {
 		sum.add(r)
+		if opts.OnResult != nil {
+			opts.OnResult(r)
+		}
 		step()
-	})
-	if err != nil {
+	}
+	if err := w.pipeline(ctx, headers, add); err != nil {
 		return sum, err
 	}
 	for _, p := range problems {
-		sum.add(Result{ID: p.ID, Location: p.Path, Outcome: Unreadable, Reason: p.Err.Error()})
-		step()
+		add(Result{ID: p.ID, Location: p.Path, Outcome: Unreadable, Reason: p.Err.Error()})
 	}
 	return sum, nil
 }

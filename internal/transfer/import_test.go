@@ -347,13 +347,23 @@ func TestImportProgressAndNoCheckpoints(t *testing.T) {
 	dir, _ := damagedCorpus(t)
 	st := openStore(t)
 	var calls [][2]int
-	_, err := Import(context.Background(), st, openSource(t, Location{KindJSONL, dir}), ImportOptions{
+	var streamed []Result
+	sum, err := Import(context.Background(), st, openSource(t, Location{KindJSONL, dir}), ImportOptions{
 		NoCheckpoints: true,
 		ReadAhead:     1,
-		Progress:      func(done, total int) { calls = append(calls, [2]int{done, total}) },
+		Progress: func(done, total int) {
+			calls = append(calls, [2]int{done, total})
+			if len(streamed) != done {
+				t.Errorf("progress %d with %d results streamed", done, len(streamed))
+			}
+		},
+		OnResult: func(r Result) { streamed = append(streamed, r) },
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(streamed) != len(sum.Results) || !slices.EqualFunc(streamed, sum.Results, func(a, b Result) bool { return a.ID == b.ID && a.Outcome == b.Outcome }) {
+		t.Fatalf("streamed %+v, summary %+v", streamed, sum.Results)
 	}
 	if len(calls) != 7 || calls[6] != [2]int{7, 7} {
 		t.Fatalf("progress calls %v", calls)
