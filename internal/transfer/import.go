@@ -201,13 +201,17 @@ func (w *importer) pipeline(ctx context.Context, headers []session.Header, emit 
 		cancel()
 		wg.Wait()
 	}()
-	slots := make([]chan prepared, len(headers))
-	for i := range slots {
-		slots[i] = make(chan prepared, 1)
-	}
 	// Each token is one session read but not yet written: it bounds how
 	// much of the corpus is held in memory.
 	tokens := make(chan struct{}, 2*readers)
+	// Session i's result goes to slots[i%len(slots)]: job i is handed out
+	// only once fewer than cap(tokens) sessions are in flight, so session
+	// i-len(slots) has been taken from that slot by then. A ring, not a
+	// slot per session, keeps memory flat in the number of sessions.
+	slots := make([]chan prepared, cap(tokens)+1)
+	for i := range slots {
+		slots[i] = make(chan prepared, 1)
+	}
 	jobs := make(chan int)
 	wg.Add(1)
 	go func() {
@@ -231,14 +235,15 @@ func (w *importer) pipeline(ctx context.Context, headers []session.Header, emit 
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				slots[i] <- w.prepare(ctx, headers[i])
+				slots[i%len(slots)] <- w.prepare(ctx, headers[i])
 			}
 		}()
 	}
+	var batch importBatch
 	for i, h := range headers {
 		var p prepared
 		select {
-		case p = <-slots[i]:
+		case p = <-slots[i%len(slots)]:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -246,17 +251,78 @@ func (w *importer) pipeline(ctx context.Context, headers []session.Header, emit 
 		if p.err != nil {
 			return p.err
 		}
-		if p.result != nil {
-			emit(*p.result)
-			continue
+		batch.items = append(batch.items, batchItem{header: h, prepared: p})
+		if p.session != nil {
+			batch.events += len(p.session.Events)
 		}
-		r, err := w.write(ctx, h, p.session)
-		if err != nil {
-			return err
+		if len(batch.items) >= batchSessions || batch.events >= batchEvents {
+			if err := w.flush(ctx, &batch, emit); err != nil {
+				return err
+			}
 		}
+	}
+	return w.flush(ctx, &batch, emit)
+}
+
+// A batch's sessions are written in one transaction, each inside its own
+// savepoint: one commit (one fsync) per batch instead of per session. The
+// limits bound what a batch holds in memory.
+const (
+	batchSessions = 256
+	batchEvents   = 64 << 10
+)
+
+// importBatch is the sessions read but not yet written, in source order.
+type importBatch struct {
+	items  []batchItem
+	events int
+}
+
+type batchItem struct {
+	header   session.Header
+	prepared prepared
+}
+
+// flush writes a batch and only then emits its results, in source order:
+// a result is reported once what it reports is committed, so a crash loses
+// nothing reported and leaves no session half-imported (each session's
+// writes are all in the batch's transaction).
+func (w *importer) flush(ctx context.Context, b *importBatch, emit func(Result)) error {
+	if len(b.items) == 0 {
+		return nil
+	}
+	results := make([]Result, len(b.items))
+	write := func(tx *sqlitepersist.Store) error {
+		for i, it := range b.items {
+			if it.prepared.result != nil {
+				results[i] = *it.prepared.result
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			r, err := w.write(ctx, tx, it.header, it.prepared.session)
+			if err != nil {
+				return err
+			}
+			results[i] = r
+		}
+		return nil
+	}
+	var err error
+	if w.opts.DryRun {
+		err = write(w.dst)
+	} else {
+		err = w.dst.WriteTx(ctx, write)
+	}
+	if err != nil {
+		return err
+	}
+	for _, r := range results {
 		emit(r)
 	}
-	return nil
+	b.items, b.events = b.items[:0], 0
+	return ctx.Err()
 }
 
 // prepare decides what it can without writing: an id the database holds
@@ -415,7 +481,9 @@ func sameEvent(a, b session.Event) bool {
 }
 
 // write stores one session (with DryRun: judges it in memory).
-func (w *importer) write(ctx context.Context, listed session.Header, s *dshformat.Session) (Result, error) {
+// write imports one session through dst: the batch's transaction (each
+// session in a savepoint of its own), or the store itself in a dry run.
+func (w *importer) write(ctx context.Context, dst *sqlitepersist.Store, listed session.Header, s *dshformat.Session) (Result, error) {
 	r := Result{ID: s.Header.ID, Location: s.Location, Outcome: Imported, Events: len(s.Events)}
 	if s.Header.ID != listed.ID {
 		r.Outcome, r.Reason = Unreadable, fmt.Sprintf("header id changed to %q while importing", s.Header.ID)
@@ -429,12 +497,12 @@ func (w *importer) write(ctx context.Context, listed session.Header, s *dshforma
 		r.Damaged, r.Invalid = true, s.Damage.Err.Error()
 	}
 	if w.opts.DryRun {
-		if w.dst != nil {
-			if stored, err := w.dst.Header(ctx, s.Header.ID); err == nil {
+		if dst != nil {
+			if stored, err := dst.Header(ctx, s.Header.ID); err == nil {
 				if r = judgeExisting(stored, s.Header); r.Outcome == Conflict {
 					return r, nil
 				}
-				return w.reimport(ctx, w.dst, s, true)
+				return w.reimport(ctx, dst, s, true)
 			} else if !errors.Is(err, sqlitepersist.ErrNotFound) {
 				return r, err
 			}
@@ -443,7 +511,7 @@ func (w *importer) write(ctx context.Context, listed session.Header, s *dshforma
 		judgeInMemory(&r, s)
 		return r, nil
 	}
-	err := w.dst.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+	err := dst.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
 		// Checked again under the write lock: another writer may have
 		// stored the id since prepare looked.
 		stored, err := tx.Header(ctx, s.Header.ID)
