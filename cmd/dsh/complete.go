@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -110,7 +111,8 @@ func (a *app) completeSessionIDs(cmd *cobra.Command, prefix string) ([]cobra.Com
 	// A scan cut short (the timeout, a read error) still offers the ids it
 	// found: each of them exists.
 	_ = s.ListHeaders(ctx, func(h session.Header) error {
-		if strings.HasPrefix(h.ID, prefix) && checkSessionID("", h.ID) == nil {
+		// An id a shell cannot take back as one word is not offered.
+		if strings.HasPrefix(h.ID, prefix) && checkSessionID("", h.ID) == nil && !strings.ContainsFunc(h.ID, unicode.IsControl) {
 			ids = append(ids, h.ID)
 			if len(ids) >= completionLimit {
 				return errEnoughIDs

@@ -138,3 +138,28 @@ func TestExitStatusHelpInStatusOrder(t *testing.T) {
 		t.Errorf("a command's line for a shared status does not continue it:\n%s", got)
 	}
 }
+
+// Only what cannot be stored intact is refused as an id: bytes that are not
+// UTF-8 and NUL (which argv cannot carry, so the check is called directly).
+func TestCheckSessionIDRefusesOnlyWhatCannotBeStored(t *testing.T) {
+	for _, id := range []string{" zeta", "trail ", "a\tb", "kid\u202e", "\x1b[2J", "⚙"} {
+		if err := checkSessionID("id", id); err != nil {
+			t.Errorf("%q refused: %v", id, err)
+		}
+	}
+	for id, want := range map[string]string{
+		"":       "id: empty session id",
+		"a\xffb": `id: session id "a\xffb" is not valid UTF-8 (DSH ids are Unicode text)`,
+		"a\x00b": `id: session id "a\x00b" contains NUL, which the store cannot keep intact`,
+	} {
+		err := checkSessionID("id", id)
+		if dsherr.CodeOf(err) != dsherr.InvalidInput || err.Error() != want {
+			t.Errorf("%q: %v, want INVALID_INPUT %q", id, err, want)
+		}
+	}
+	isolateEnv(t)
+	_, stderr, code := runDsh(t, "session", "show", "a\xffb")
+	if code != exitUsage || !strings.Contains(stderr, "is not valid UTF-8") {
+		t.Errorf("session show of a non-UTF-8 id: exit %d, %q", code, stderr)
+	}
+}

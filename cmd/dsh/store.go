@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
+	"unicode/utf8"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
@@ -39,18 +39,20 @@ func closeStore(s *sqlitepersist.Store, err *error) {
 	}
 }
 
-// checkSessionID refuses ids dsh cannot print or pass around safely. DSH only
-// requires a non-empty string; dsh also refuses control characters and
-// surrounding blanks, which no real id has and which would be invisible in a
-// terminal.
+// checkSessionID accepts every id DSH accepts, any non-empty string (DSH
+// wrote and listed a session named " zeta"), and refuses only what cannot be
+// stored and passed on intact: bytes that are not UTF-8 (DSH's ids are
+// Unicode text, and JSON cannot carry such bytes) and NUL (SQLite's text
+// functions and C strings end there). Blanks and control characters are
+// kept; every human output escapes them.
 func checkSessionID(what, id string) error {
 	switch {
 	case id == "":
 		return dsherr.New(dsherr.InvalidInput, "%s: empty session id", what)
-	case strings.TrimSpace(id) != id:
-		return dsherr.New(dsherr.InvalidInput, "%s: session id %q has leading or trailing blanks", what, id)
-	case strings.ContainsFunc(id, unicode.IsControl):
-		return dsherr.New(dsherr.InvalidInput, "%s: session id %q contains control characters", what, id)
+	case !utf8.ValidString(id):
+		return dsherr.New(dsherr.InvalidInput, "%s: session id %q is not valid UTF-8 (DSH ids are Unicode text)", what, id)
+	case strings.ContainsRune(id, 0):
+		return dsherr.New(dsherr.InvalidInput, "%s: session id %q contains NUL, which the store cannot keep intact", what, id)
 	}
 	return nil
 }

@@ -101,10 +101,14 @@ func (p *Printer) JSON(v any) error {
 	return err
 }
 
-// Line writes one line of human text, escaped. It is for results that are a
-// single value (an id, a path) in the table and TSV formats.
+// Line writes one line holding a single value (an id, a path) in the table
+// and TSV formats: escaped on a terminal, unchanged into a pipe, so that
+// CHILD=$(dsh start …) captures the id itself, whatever it contains.
 func (p *Printer) Line(s string) error {
-	_, err := io.WriteString(p.w, Escape(s)+"\n")
+	if p.opts.TTY {
+		s = Escape(s)
+	}
+	_, err := io.WriteString(p.w, s+"\n")
 	return err
 }
 

@@ -203,12 +203,19 @@ func TestJSONKeepsMarshalerBytes(t *testing.T) {
 	}
 }
 
+// A single value is escaped for a terminal and passed unchanged into a
+// pipe, where a script captures it (an id with a bidi control included).
 func TestLine(t *testing.T) {
-	var buf bytes.Buffer
-	if err := New(&buf, Options{}).Line("id\x1b[H"); err != nil {
-		t.Fatal(err)
-	}
-	if buf.String() != "id\\x1b[H\n" {
-		t.Errorf("got %q", buf.String())
+	for _, c := range []struct {
+		tty  bool
+		want string
+	}{{true, "id\\x1b[H\\u202e\n"}, {false, "id\x1b[H\u202e\n"}} {
+		var buf bytes.Buffer
+		if err := New(&buf, Options{TTY: c.tty}).Line("id\x1b[H\u202e"); err != nil {
+			t.Fatal(err)
+		}
+		if buf.String() != c.want {
+			t.Errorf("tty %v: got %q, want %q", c.tty, buf.String(), c.want)
+		}
 	}
 }
