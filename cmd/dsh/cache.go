@@ -162,7 +162,7 @@ func cacheStoreError(err error) error {
 	if err == nil || dsherr.CodeOf(err) != "" || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return dsherr.Wrap(dsherr.StoreError, err, "checkpoint cache")
+	return dsherr.Wrap(dsherr.StoreUnavailable, err, "checkpoint cache")
 }
 
 // withCacheTargets gives verify and rebuild their shared flags (--all, -o)

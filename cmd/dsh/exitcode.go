@@ -38,10 +38,10 @@ var exitCodes = map[dsherr.Code]int{
 	dsherr.DepthExceeded:   exitUsage,
 	dsherr.NotDelivered:    exitConflict,
 	dsherr.StaleWriter:     exitConflict,
-	dsherr.StoreError:      exitStore,
+	dsherr.StoreUnavailable:      exitStore,
 	dsherr.InvalidLog:      exitStore,
-	dsherr.DescriptorError: exitUsage, // resume refuses a child whose first own descriptor is malformed
-	dsherr.UnsupportedFmt:  exitStore,
+	dsherr.DescriptorMalformed: exitUsage, // resume refuses a child whose first own descriptor is malformed
+	dsherr.UnsupportedFormat:  exitStore,
 	dsherr.Internal:        exitStore,
 }
 
@@ -57,7 +57,7 @@ func classify(err error, started bool) (dsherr.Code, int) {
 		return dsherr.Cancelled, exitCancelled
 	}
 	if errors.Is(err, sqlitepersist.ErrNoDatabase) {
-		return dsherr.StoreError, exitStore
+		return dsherr.StoreUnavailable, exitStore
 	}
 	code := dsherr.CodeOf(err)
 	var ve *session.ValidationError
@@ -70,7 +70,7 @@ func classify(err error, started bool) (dsherr.Code, int) {
 	case errors.As(err, &ve):
 		code = dsherr.InvalidLog
 	case errors.Is(err, sqlitepersist.ErrCorrupt):
-		code = dsherr.StoreError
+		code = dsherr.StoreUnavailable
 	case !started:
 		code = dsherr.Usage
 	default:

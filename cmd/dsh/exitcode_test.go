@@ -25,9 +25,9 @@ func TestClassify(t *testing.T) {
 		wantExit int
 	}{
 		{"success", nil, true, "", 0},
-		{"cancellation wrapped as a store error", dsherr.Wrap(dsherr.StoreError, context.Canceled, "read"), true, dsherr.Cancelled, 130},
+		{"cancellation wrapped as a store error", dsherr.Wrap(dsherr.StoreUnavailable, context.Canceled, "read"), true, dsherr.Cancelled, 130},
 		{"cancellation bare", fmt.Errorf("load: %w", context.Canceled), true, dsherr.Cancelled, 130},
-		{"missing database", fmt.Errorf("open: %w", sqlitepersist.ErrNoDatabase), true, dsherr.StoreError, 3},
+		{"missing database", fmt.Errorf("open: %w", sqlitepersist.ErrNoDatabase), true, dsherr.StoreUnavailable, 3},
 		{"unknown id", &dsherr.Error{Code: dsherr.NotFound, Msg: "x", Err: sqlitepersist.ErrNotFound}, true, dsherr.NotFound, 2},
 		{"unknown id uncoded", fmt.Errorf("header: %w", sqlitepersist.ErrNotFound), true, dsherr.NotFound, 2},
 		{"duplicate uncoded", fmt.Errorf("create: %w", sqlitepersist.ErrDuplicate), true, dsherr.AlreadyExists, 2},
@@ -38,9 +38,9 @@ func TestClassify(t *testing.T) {
 		{"depth", dsherr.New(dsherr.DepthExceeded, "x"), true, dsherr.DepthExceeded, 2},
 		{"lease conflict", dsherr.New(dsherr.NotDelivered, "x"), true, dsherr.NotDelivered, 4},
 		{"stale writer", dsherr.New(dsherr.StaleWriter, "x"), true, dsherr.StaleWriter, 4},
-		{"store unavailable", dsherr.New(dsherr.StoreError, "x"), true, dsherr.StoreError, 3},
+		{"store unavailable", dsherr.New(dsherr.StoreUnavailable, "x"), true, dsherr.StoreUnavailable, 3},
 		{"validation failure", fmt.Errorf("inspect: %w", &session.ValidationError{Seq: 3, Rule: "seq-contiguous", Msg: "m"}), true, dsherr.InvalidLog, 3},
-		{"outermost code wins", dsherr.Wrap(dsherr.Unauthorized, dsherr.New(dsherr.StoreError, "inner"), "outer"), true, dsherr.Unauthorized, 2},
+		{"outermost code wins", dsherr.Wrap(dsherr.Unauthorized, dsherr.New(dsherr.StoreUnavailable, "inner"), "outer"), true, dsherr.Unauthorized, 2},
 		{"uncoded before a command ran is cobra's parsing", errors.New(`unknown shorthand flag: 'x' in -x`), false, dsherr.Usage, 2},
 		{"uncoded inside a command", errors.New("surprise"), true, dsherr.Internal, 3},
 		{"a code this build does not map", &dsherr.Error{Code: "FUTURE_CODE", Msg: "x"}, true, "FUTURE_CODE", 3},
@@ -58,9 +58,9 @@ func TestClassify(t *testing.T) {
 func TestEveryCodeHasAnExitStatus(t *testing.T) {
 	for _, c := range []dsherr.Code{
 		dsherr.Cancelled, dsherr.NotResumable, dsherr.Unauthorized, dsherr.DuplicateChild,
-		dsherr.DepthExceeded, dsherr.DescriptorError, dsherr.NotDelivered, dsherr.StaleWriter,
-		dsherr.InvalidLog, dsherr.NotFound, dsherr.Usage, dsherr.InvalidInput, dsherr.StoreError,
-		dsherr.UnsupportedFmt, dsherr.Internal,
+		dsherr.DepthExceeded, dsherr.DescriptorMalformed, dsherr.NotDelivered, dsherr.StaleWriter,
+		dsherr.InvalidLog, dsherr.NotFound, dsherr.Usage, dsherr.InvalidInput, dsherr.StoreUnavailable,
+		dsherr.UnsupportedFormat, dsherr.Internal,
 	} {
 		if _, ok := exitCodes[c]; !ok {
 			t.Errorf("code %s has no exit status", c)

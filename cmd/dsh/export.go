@@ -244,7 +244,7 @@ func runExport(ctx context.Context, a *app, p *render.Printer, opts exportOption
 		// The database was read fine; the target was in the way.
 		return dsherr.New(dsherr.AlreadyExists, "export: %s: their files already exist (--skip-existing skips them)", line)
 	}
-	return dsherr.New(dsherr.StoreError, "export: %s", line)
+	return dsherr.New(dsherr.StoreUnavailable, "export: %s", line)
 }
 
 // exportSelection resolves what to export; an unknown id or parent is

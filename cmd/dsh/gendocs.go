@@ -72,7 +72,7 @@ docs/cli, which a test keeps current.
 	}
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := genDocs(cmd.Root(), args[0]); err != nil {
-			return dsherr.Wrap(dsherr.StoreError, err, "gen-docs %s", args[0])
+			return dsherr.Wrap(dsherr.StoreUnavailable, err, "gen-docs %s", args[0])
 		}
 		fmt.Fprintf(a.stderr, "dsh: wrote the command reference to %s\n", args[0])
 		return nil

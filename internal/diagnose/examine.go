@@ -152,7 +152,7 @@ func checkRawLog(s *sessionAudit, log *backend.AuditRead, res *subagent.Resoluti
 	}
 	switch {
 	case log.ReadErr == nil:
-	case dsherr.CodeOf(log.ReadErr) == dsherr.UnsupportedFmt:
+	case dsherr.CodeOf(log.ReadErr) == dsherr.UnsupportedFormat:
 		// A foreign corpus's session in a format dsh does not read: the
 		// detail names the version and the file.
 		s.add(UnsupportedFormat, nil, "%v%s", log.ReadErr, unreadableConsequence(res))

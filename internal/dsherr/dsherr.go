@@ -7,27 +7,29 @@ import (
 	"fmt"
 )
 
-// Code is a stable, documented error code. Never rename one.
+// Code is a stable, documented error code. Never rename one. Each
+// constant is named after its wire code (STORE_UNAVAILABLE is
+// StoreUnavailable), so either finds the other with grep.
 type Code string
 
 // The codes dsh emits. DSH's own codes keep DSH's spelling.
 const (
-	Cancelled       Code = "CANCELLED"
-	NotResumable    Code = "NOT_RESUMABLE"
-	Unauthorized    Code = "UNAUTHORIZED"
-	DuplicateChild  Code = "DUPLICATE_CHILD" // start: a subagent child with that id exists
-	AlreadyExists   Code = "ALREADY_EXISTS"  // a session (not a start's child) or a file to be created exists
-	DepthExceeded   Code = "DEPTH_EXCEEDED"
-	DescriptorError Code = "DESCRIPTOR_MALFORMED"
-	NotDelivered    Code = "NOT_DELIVERED" // another live process holds the child (lease conflict)
-	StaleWriter     Code = "STALE_WRITER"
-	InvalidLog      Code = "INVALID_LOG" // a batch or stored log fails DSH's validation
-	NotFound        Code = "NOT_FOUND"   // unknown session id
-	Usage           Code = "USAGE"       // bad flags or arguments
-	InvalidInput    Code = "INVALID_INPUT"
-	StoreError      Code = "STORE_UNAVAILABLE" // the store or a source could not be read or written
-	UnsupportedFmt  Code = "UNSUPPORTED_FORMAT"
-	Internal        Code = "INTERNAL"
+	Cancelled           Code = "CANCELLED"
+	NotResumable        Code = "NOT_RESUMABLE"
+	Unauthorized        Code = "UNAUTHORIZED"
+	DuplicateChild      Code = "DUPLICATE_CHILD" // start: a subagent child with that id exists
+	AlreadyExists       Code = "ALREADY_EXISTS"  // a session (not a start's child) or a file to be created exists
+	DepthExceeded       Code = "DEPTH_EXCEEDED"
+	DescriptorMalformed Code = "DESCRIPTOR_MALFORMED"
+	NotDelivered        Code = "NOT_DELIVERED" // another live process holds the child (lease conflict)
+	StaleWriter         Code = "STALE_WRITER"
+	InvalidLog          Code = "INVALID_LOG" // a batch or stored log fails DSH's validation
+	NotFound            Code = "NOT_FOUND"   // unknown session id
+	Usage               Code = "USAGE"       // bad flags or arguments
+	InvalidInput        Code = "INVALID_INPUT"
+	StoreUnavailable    Code = "STORE_UNAVAILABLE" // the store or a source could not be read or written
+	UnsupportedFormat   Code = "UNSUPPORTED_FORMAT"
+	Internal            Code = "INTERNAL"
 )
 
 // Error is an error with a stable code. Msg is the human message; Err, when

@@ -1,14 +1,14 @@
 package dshformat
 
 import (
-	"github.com/dsh-project/dsh/internal/dshfixtures"
-
 	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dsh-project/dsh/internal/dshfixtures"
 )
 
 // The read benchmarks read the whole j-medium oracle corpus (45 sessions,

@@ -68,16 +68,16 @@ func rowError(kind rowKind, format string, args ...any) error {
 
 // decodeJSONLRow expands a JSONL line that is a packed row: the envelope
 // must have exactly the keys type, seq0, time0 and data.
-func decodeJSONLRow(kind rowKind, members []jsonMember, lim rowLimits) ([]session.Event, error) {
+func decodeJSONLRow(kind rowKind, members []jsjson.Member, lim rowLimits) ([]session.Event, error) {
 	env, err := exactKeys(members, "type", "seq0", "time0", "data")
 	if err != nil {
 		return nil, rowError(kind, "%v", err)
 	}
-	seq0, _, ok := safeInteger(env["seq0"].Value)
+	seq0, _, ok := jsjson.SafeInteger(env["seq0"].Value)
 	if !ok || seq0 < 0 {
 		return nil, rowError(kind, "seq0 is not a non-negative safe integer")
 	}
-	time0, _, ok := safeInteger(env["time0"].Value)
+	time0, _, ok := jsjson.SafeInteger(env["time0"].Value)
 	if !ok {
 		return nil, rowError(kind, "time0 is not a safe integer")
 	}
@@ -86,8 +86,8 @@ func decodeJSONLRow(kind rowKind, members []jsonMember, lim rowLimits) ([]sessio
 
 // exactKeys resolves duplicate keys (the last wins, as in JSON.parse) and
 // checks that the key set is exactly the given one.
-func exactKeys(members []jsonMember, keys ...string) (map[string]jsonMember, error) {
-	byKey := make(map[string]jsonMember, len(keys))
+func exactKeys(members []jsjson.Member, keys ...string) (map[string]jsjson.Member, error) {
+	byKey := make(map[string]jsjson.Member, len(keys))
 	for _, m := range members {
 		byKey[m.Key] = m
 	}
@@ -102,7 +102,7 @@ func exactKeys(members []jsonMember, keys ...string) (map[string]jsonMember, err
 	return byKey, nil
 }
 
-func keyList(members []jsonMember) string {
+func keyList(members []jsjson.Member) string {
 	keys := make([]string, len(members))
 	for i, m := range members {
 		keys[i] = m.Key
@@ -127,11 +127,11 @@ func keyListOf(keys []string) string {
 // time0+Σdt[0..k-1]. The events' data is built with the exact key order DSH
 // uses, so they encode byte-identically to DSH's own expansion.
 func expandRow(kind rowKind, seq0, time0 int64, data []byte, lim rowLimits) ([]session.Event, error) {
-	members, err := parseObject(data)
+	members, err := jsjson.ParseObject(data)
 	if err != nil {
 		return nil, rowError(kind, "data: %v", err)
 	}
-	var f map[string]jsonMember
+	var f map[string]jsjson.Member
 	payloadKey := "texts"
 	switch {
 	case kind != kindToolCall:
@@ -152,25 +152,25 @@ func expandRow(kind rowKind, seq0, time0 int64, data []byte, lim rowLimits) ([]s
 		dst *[]byte
 	}{{"turn", &turn}, {"step", &step}, {"index", &index}} {
 		m := f[n.key]
-		if !isNumber(m.Value) {
+		if !jsjson.IsNumber(m.Value) {
 			return nil, rowError(kind, "%s is not a number", n.key)
 		}
-		*n.dst = canonicalJSON(m.Value, m.Canonical)
+		*n.dst = jsjson.Canonical(m.Value, m.Canonical)
 	}
 	var id, name []byte
 	if kind == kindToolCall {
-		if id = f["id"].Value; !isString(id) {
+		if id = f["id"].Value; !jsjson.IsString(id) {
 			return nil, rowError(kind, "id is not a string")
 		}
-		id = canonicalJSON(id, f["id"].Canonical)
+		id = jsjson.Canonical(id, f["id"].Canonical)
 		if m, ok := f["name"]; ok {
-			if !isString(m.Value) {
+			if !jsjson.IsString(m.Value) {
 				return nil, rowError(kind, "name is not a string")
 			}
-			name = canonicalJSON(m.Value, m.Canonical)
+			name = jsjson.Canonical(m.Value, m.Canonical)
 		}
 	}
-	payload, ok := arrayElements(f[payloadKey].Value)
+	payload, ok := jsjson.ArrayElements(f[payloadKey].Value)
 	if !ok {
 		return nil, rowError(kind, "%s is not an array", payloadKey)
 	}
@@ -178,25 +178,25 @@ func expandRow(kind rowKind, seq0, time0 int64, data []byte, lim rowLimits) ([]s
 	if n < lim.minMembers || (lim.maxMembers > 0 && n > lim.maxMembers) {
 		return nil, rowError(kind, "%d members, expected %s", n, lim)
 	}
-	dt, ok := arrayElements(f["dt"].Value)
+	dt, ok := jsjson.ArrayElements(f["dt"].Value)
 	if !ok {
 		return nil, rowError(kind, "dt is not an array")
 	}
 	if len(dt) != n-1 {
 		return nil, rowError(kind, "dt has %d gaps for %d members", len(dt), n)
 	}
-	if seq0 > maxSafeInteger-int64(n-1) {
+	if seq0 > jsjson.MaxSafeInteger-int64(n-1) {
 		return nil, rowError(kind, "last member seq exceeds the safe integer range")
 	}
 	times := make([]int64, n)
 	times[0] = time0
 	for k, g := range dt {
-		gap, _, ok := safeInteger(g)
+		gap, _, ok := jsjson.SafeInteger(g)
 		if !ok {
 			return nil, rowError(kind, "dt[%d] is not a safe integer", k)
 		}
 		t := times[k] + gap
-		if t > maxSafeInteger || t < -maxSafeInteger {
+		if t > jsjson.MaxSafeInteger || t < -jsjson.MaxSafeInteger {
 			return nil, rowError(kind, "member %d time exceeds the safe integer range", k+1)
 		}
 		times[k+1] = t
@@ -213,7 +213,7 @@ func expandRow(kind rowKind, seq0, time0 int64, data []byte, lim rowLimits) ([]s
 	buf := make([]byte, 0, size)
 	events := make([]session.Event, n)
 	for k, p := range payload {
-		if !isString(p) {
+		if !jsjson.IsString(p) {
 			return nil, rowError(kind, "%s[%d] is not a string", payloadKey, k)
 		}
 		start := len(buf)
@@ -236,7 +236,7 @@ func expandRow(kind rowKind, seq0, time0 int64, data []byte, lim rowLimits) ([]s
 		} else {
 			buf = append(buf, `,"text":`...)
 		}
-		buf = appendStringLiteral(buf, p)
+		buf = jsjson.AppendStringLiteral(buf, p)
 		buf = append(buf, "}}"...)
 		events[k] = session.Event{Type: typeChunk, Seq: seq0 + int64(k), Time: times[k], Data: buf[start:len(buf):len(buf)]}
 	}
@@ -250,8 +250,8 @@ func (l rowLimits) String() string {
 	return fmt.Sprintf("%d to %d", l.minMembers, l.maxMembers)
 }
 
-func hasKey(members []jsonMember, key string) bool {
-	_, ok := lastMember(members, key)
+func hasKey(members []jsjson.Member, key string) bool {
+	_, ok := jsjson.LastMember(members, key)
 	return ok
 }
 
@@ -280,29 +280,29 @@ func classifyChunk(e session.Event) (chunkDelta, error) {
 	if e.Type != typeChunk || e.HasSourceEventSeqs || e.SurfaceOp != nil || e.Ignorable || len(e.UnknownKeys) > 0 {
 		return d, errNotPackable
 	}
-	if e.Seq < 0 || e.Seq > maxSafeInteger || e.Time > maxSafeInteger || e.Time < -maxSafeInteger {
+	if e.Seq < 0 || e.Seq > jsjson.MaxSafeInteger || e.Time > jsjson.MaxSafeInteger || e.Time < -jsjson.MaxSafeInteger {
 		return d, errNotPackable
 	}
-	if _, canonical, err := parseValue(e.Data); err != nil || !canonical {
+	if _, canonical, err := jsjson.ParseValue(e.Data); err != nil || !canonical {
 		return d, errNotPackable
 	}
-	data, err := parseObject(e.Data)
+	data, err := jsjson.ParseObject(e.Data)
 	if err != nil || !keysInOrder(data, "turn", "step", "chunk") {
 		return d, errNotPackable
 	}
 	var ok bool
-	if d.turnF, ok = numberValue(data[0].Value); !ok {
+	if d.turnF, ok = jsjson.NumberValue(data[0].Value); !ok {
 		return d, errNotPackable
 	}
-	if d.stepF, ok = numberValue(data[1].Value); !ok {
+	if d.stepF, ok = jsjson.NumberValue(data[1].Value); !ok {
 		return d, errNotPackable
 	}
 	d.turn, d.step = data[0].Value, data[1].Value
-	chunk, err := parseObject(data[2].Value)
+	chunk, err := jsjson.ParseObject(data[2].Value)
 	if err != nil || len(chunk) < 3 {
 		return d, errNotPackable
 	}
-	switch unquoteIfString(chunk[0].Value) {
+	switch jsjson.UnquoteIfString(chunk[0].Value) {
 	case deltaTypes[kindText]:
 		d.kind = kindText
 	case deltaTypes[kindReasoning]:
@@ -319,13 +319,13 @@ func classifyChunk(e session.Event) (chunkDelta, error) {
 		d.id, d.payload = chunk[2].Value, chunk[3].Value
 	case d.kind == kindToolCall && keysInOrder(chunk, "type", "index", "id", "name", "argumentsDelta"):
 		d.id, d.name, d.payload = chunk[2].Value, chunk[3].Value, chunk[4].Value
-		if !isString(d.name) {
+		if !jsjson.IsString(d.name) {
 			return d, errNotPackable
 		}
 	default:
 		return d, errNotPackable
 	}
-	if d.idxF, ok = numberValue(chunk[1].Value); !ok || !isString(d.payload) || (d.kind == kindToolCall && !isString(d.id)) {
+	if d.idxF, ok = jsjson.NumberValue(chunk[1].Value); !ok || !jsjson.IsString(d.payload) || (d.kind == kindToolCall && !jsjson.IsString(d.id)) {
 		return d, errNotPackable
 	}
 	d.index = chunk[1].Value
@@ -333,7 +333,7 @@ func classifyChunk(e session.Event) (chunkDelta, error) {
 	return d, nil
 }
 
-func keysInOrder(members []jsonMember, keys ...string) bool {
+func keysInOrder(members []jsjson.Member, keys ...string) bool {
 	if len(members) != len(keys) {
 		return false
 	}
@@ -351,7 +351,7 @@ func keysInOrder(members []jsonMember, keys ...string) bool {
 func continues(prev, next chunkDelta) bool {
 	gap := next.time - prev.time
 	return next.kind == prev.kind && next.seq == prev.seq+1 &&
-		gap <= maxSafeInteger && gap >= -maxSafeInteger &&
+		gap <= jsjson.MaxSafeInteger && gap >= -jsjson.MaxSafeInteger &&
 		next.turnF == prev.turnF && next.stepF == prev.stepF && next.idxF == prev.idxF &&
 		bytes.Equal(next.id, prev.id) && (next.name == nil) == (prev.name == nil) && bytes.Equal(next.name, prev.name)
 }

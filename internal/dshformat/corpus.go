@@ -206,9 +206,9 @@ func (c *Corpus) Audit(ctx context.Context, id string) (*backend.AuditRead, erro
 	case errors.Is(err, ErrCorrupt):
 		return &backend.AuditRead{Header: h, ReadErr: corruptLog(id, err)}, nil
 	case errors.As(err, &refusal):
-		return &backend.AuditRead{Header: h, ReadErr: &dsherr.Error{Code: dsherr.UnsupportedFmt, Msg: err.Error(), Err: err}}, nil
+		return &backend.AuditRead{Header: h, ReadErr: &dsherr.Error{Code: dsherr.UnsupportedFormat, Msg: err.Error(), Err: err}}, nil
 	default:
-		return nil, dsherr.Wrap(dsherr.StoreError, err, "read session %q from %s", id, c.name)
+		return nil, dsherr.Wrap(dsherr.StoreUnavailable, err, "read session %q from %s", id, c.name)
 	}
 	a := &backend.AuditRead{Header: s.Header}
 	if s.Torn != nil {
@@ -252,9 +252,9 @@ func (c *Corpus) Inspect(ctx context.Context, id string) (*backend.Inspection, e
 		return nil, err
 	}
 	if a.ReadErr != nil {
-		if dsherr.CodeOf(a.ReadErr) == dsherr.UnsupportedFmt {
+		if dsherr.CodeOf(a.ReadErr) == dsherr.UnsupportedFormat {
 			// Alone on stderr the refusal names the corpus too.
-			return nil, dsherr.Wrap(dsherr.UnsupportedFmt, a.ReadErr, "%s", c.name)
+			return nil, dsherr.Wrap(dsherr.UnsupportedFormat, a.ReadErr, "%s", c.name)
 		}
 		return nil, a.ReadErr
 	}

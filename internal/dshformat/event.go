@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -26,7 +27,7 @@ const (
 // session.Event cannot carry (a non-string type, a fractional time, an
 // ignorable that is not true …) would fail those checks, so they are
 // reported here as errors. Unknown keys are recorded, not rejected.
-func eventFromMembers(members []jsonMember, seq int64) (session.Event, error) {
+func eventFromMembers(members []jsjson.Member, seq int64) (session.Event, error) {
 	e := session.Event{Seq: seq}
 	seen := make(map[string]bool, len(members))
 	for _, m := range members {
@@ -39,31 +40,31 @@ func eventFromMembers(members []jsonMember, seq int64) (session.Event, error) {
 		}
 		seen[m.Key] = true
 	}
-	t, _ := lastMember(members, keyType)
+	t, _ := jsjson.LastMember(members, keyType)
 	var ok bool
-	if e.Type, ok = stringValue(t.Value); !ok {
+	if e.Type, ok = jsjson.StringValue(t.Value); !ok {
 		return e, errors.New(`event "type" is not a string`)
 	}
-	tm, _ := lastMember(members, keyTime)
-	if e.Time, _, ok = safeInteger(tm.Value); !ok {
+	tm, _ := jsjson.LastMember(members, keyTime)
+	if e.Time, _, ok = jsjson.SafeInteger(tm.Value); !ok {
 		return e, fmt.Errorf("event %q (seq %d): \"time\" is not a safe integer", e.Type, seq)
 	}
-	d, ok := lastMember(members, keyData)
+	d, ok := jsjson.LastMember(members, keyData)
 	if !ok {
 		return e, fmt.Errorf("event %q (seq %d) has no \"data\"", e.Type, seq)
 	}
-	e.Data = canonicalJSON(d.Value, d.Canonical)
-	if m, ok := lastMember(members, keySourceEventSeqs); ok {
+	e.Data = jsjson.Canonical(d.Value, d.Canonical)
+	if m, ok := jsjson.LastMember(members, keySourceEventSeqs); ok {
 		seqs, err := decodeSeqList(m.Value)
 		if err != nil {
 			return e, fmt.Errorf("event %q (seq %d): %w", e.Type, seq, err)
 		}
 		e.SourceEventSeqs, e.HasSourceEventSeqs = seqs, true
 	}
-	if m, ok := lastMember(members, keySurfaceOp); ok {
-		e.SurfaceOp = canonicalJSON(m.Value, m.Canonical)
+	if m, ok := jsjson.LastMember(members, keySurfaceOp); ok {
+		e.SurfaceOp = jsjson.Canonical(m.Value, m.Canonical)
 	}
-	if m, ok := lastMember(members, keyIgnorable); ok {
+	if m, ok := jsjson.LastMember(members, keyIgnorable); ok {
 		if string(m.Value) != "true" {
 			return e, fmt.Errorf("event %q (seq %d): \"ignorable\" is present but not true", e.Type, seq)
 		}
@@ -77,16 +78,16 @@ func eventFromMembers(members []jsonMember, seq int64) (session.Event, error) {
 var errRangeSeqs = errors.New(`"sourceEventSeqs" holds a range pair`)
 
 func decodeSeqList(raw []byte) ([]int64, error) {
-	elems, ok := arrayElements(raw)
+	elems, ok := jsjson.ArrayElements(raw)
 	if !ok {
 		return nil, errors.New(`"sourceEventSeqs" is not an array`)
 	}
 	seqs := make([]int64, len(elems))
 	for i, el := range elems {
-		if _, isPair := arrayElements(el); isPair {
+		if _, isPair := jsjson.ArrayElements(el); isPair {
 			return nil, errRangeSeqs
 		}
-		n, _, ok := safeInteger(el)
+		n, _, ok := jsjson.SafeInteger(el)
 		if !ok || n < 0 {
 			return nil, fmt.Errorf(`"sourceEventSeqs"[%d] is not a non-negative safe integer`, i)
 		}

@@ -1,13 +1,13 @@
 package dshformat
 
 import (
-	"github.com/dsh-project/dsh/internal/dshfixtures"
-
 	"bytes"
 	"context"
 	"errors"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -52,8 +52,8 @@ func FuzzJSONLLine(f *testing.F) {
 // its members pack back into a row that expands to the same events.
 func FuzzPackedRow(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, seq0, time0 int64) {
-		seq0 &= maxSafeInteger
-		time0 %= maxSafeInteger
+		seq0 &= jsjson.MaxSafeInteger
+		time0 %= jsjson.MaxSafeInteger
 		for kind := range rowTags {
 			for _, lim := range []rowLimits{jsonlRowLimits, sqliteRowLimits} {
 				lim.maxBytes = 64 << 20
@@ -95,7 +95,7 @@ func FuzzVarint(f *testing.F) {
 			return
 		}
 		for _, s := range seqs {
-			if s < 0 || s > maxSafeInteger {
+			if s < 0 || s > jsjson.MaxSafeInteger {
 				t.Fatalf("decoded seq %d out of range", s)
 			}
 		}

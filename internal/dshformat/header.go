@@ -24,12 +24,12 @@ var errNotHeader = errors.New("first line is not a session header")
 // The returned error is *UnsupportedVersionError, or a plain error (the
 // caller adds the location) for anything else.
 func decodeHeader(line []byte) (h session.Header, listable bool, err error) {
-	members, err := parseObject(wellFormedUTF8(line))
+	members, err := jsjson.ParseObject(jsjson.WellFormedUTF8(line))
 	if err != nil {
 		return h, false, fmt.Errorf("%w: %w", errNotHeader, err)
 	}
-	if v, ok := lastMember(members, "version"); ok {
-		if f, isNum := numberValue(v.Value); isNum && f != 0 {
+	if v, ok := jsjson.LastMember(members, "version"); ok {
+		if f, isNum := jsjson.NumberValue(v.Value); isNum && f != 0 {
 			if session.IsLaterFormat(int64(f)) && float64(int64(f)) == f {
 				h, listable, err := laterHeaderShape(members, int64(f))
 				if err == nil || listable {
@@ -40,19 +40,19 @@ func decodeHeader(line []byte) (h session.Header, listable bool, err error) {
 				// never read as something it may not be.
 				refusal := &UnsupportedVersionError{Version: string(jsjson.AppendFloat(nil, f)),
 					Detail: fmt.Sprintf("header is not a format-%d header: %v", int64(f), err)}
-				if id, ok := lastMember(members, "id"); ok {
+				if id, ok := jsjson.LastMember(members, "id"); ok {
 					refusal.Session = displayID(id.Value)
 				}
 				shaped, shapeErr := headerShape(members)
 				return shaped, shapeErr == nil, refusal
 			}
 			refusal := &UnsupportedVersionError{Version: string(jsjson.AppendFloat(nil, f)), Detail: "header version"}
-			if id, ok := lastMember(members, "id"); ok {
+			if id, ok := jsjson.LastMember(members, "id"); ok {
 				refusal.Session = displayID(id.Value)
 			}
 			// A refused header is listable in whichever shape it has: a
 			// later format's (isSeeded) or today's.
-			if _, later := lastMember(members, "isSeeded"); later {
+			if _, later := jsjson.LastMember(members, "isSeeded"); later {
 				if shaped, _, shapeErr := laterHeaderShape(members, -1); shapeErr == nil {
 					shaped.Version = int64(f)
 					return shaped, true, refusal
@@ -81,8 +81,8 @@ var laterHeaderKeys = map[string]bool{
 // A seeded header's SeedLength is 0 here: the cut of a later format is
 // the seq of its last tagged end-seed marker, known only once the log is
 // read (Source.Read returns the header with it).
-func laterHeaderShape(members []jsonMember, version int64) (session.Header, bool, error) {
-	v0 := make([]jsonMember, 0, len(members))
+func laterHeaderShape(members []jsjson.Member, version int64) (session.Header, bool, error) {
+	v0 := make([]jsjson.Member, 0, len(members))
 	var unknown string
 	for _, m := range members {
 		if !laterHeaderKeys[m.Key] && unknown == "" {
@@ -96,7 +96,7 @@ func laterHeaderShape(members []jsonMember, version int64) (session.Header, bool
 	if err != nil {
 		return h, false, err
 	}
-	raw, present := lastMember(members, "isSeeded")
+	raw, present := jsjson.LastMember(members, "isSeeded")
 	switch {
 	case !present:
 		return session.Header{}, false, fmt.Errorf(`%w: "isSeeded" is missing`, errNotHeader)
@@ -123,36 +123,36 @@ func laterHeaderShape(members []jsonMember, version int64) (session.Header, bool
 // displayID renders a header id for a message the way DSH does (String(id)),
 // also when it is not a string.
 func displayID(raw []byte) string {
-	if s, ok := stringValue(raw); ok {
+	if s, ok := jsjson.StringValue(raw); ok {
 		return s
 	}
 	return string(raw)
 }
 
-func headerShape(members []jsonMember) (session.Header, error) {
+func headerShape(members []jsjson.Member) (session.Header, error) {
 	var h session.Header
 	bad := func(format string, args ...any) (session.Header, error) {
 		return session.Header{}, fmt.Errorf("%w: %s", errNotHeader, fmt.Sprintf(format, args...))
 	}
 	get := func(key string) ([]byte, bool) {
-		m, ok := lastMember(members, key)
+		m, ok := jsjson.LastMember(members, key)
 		return m.Value, ok
 	}
-	if t, _ := get("type"); unquoteIfString(t) != "session" {
+	if t, _ := get("type"); jsjson.UnquoteIfString(t) != "session" {
 		return bad(`"type" is not "session"`)
 	}
 	v, _ := get("version")
-	f, ok := numberValue(v)
+	f, ok := jsjson.NumberValue(v)
 	if !ok {
 		return bad(`"version" is not a number`)
 	}
 	h.Version = int64(f)
 	id, _ := get("id")
-	if h.ID, ok = stringValue(id); !ok {
+	if h.ID, ok = jsjson.StringValue(id); !ok {
 		return bad(`"id" is not a string`)
 	}
 	created, _ := get("createdAt")
-	n, negZero, ok := safeInteger(created)
+	n, negZero, ok := jsjson.SafeInteger(created)
 	if !ok || n < 0 || negZero {
 		return bad(`"createdAt" is not a non-negative safe integer`)
 	}
@@ -162,21 +162,21 @@ func headerShape(members []jsonMember) (session.Header, error) {
 	// absent (= 0), as DSH's SQLite store does: some of DSH's own snapshot
 	// logs were written without it.
 	if depth, present := get("delegationDepth"); present {
-		d, negZero, ok := safeInteger(depth)
+		d, negZero, ok := jsjson.SafeInteger(depth)
 		if !ok || d < 0 || negZero {
 			return bad(`"delegationDepth" is not a non-negative safe integer`)
 		}
 		h.DelegationDepth = &d
 	}
 	if raw, present := get("origin"); present {
-		o, ok := stringValue(raw)
+		o, ok := jsjson.StringValue(raw)
 		if !ok || o != session.OriginSubagent {
 			return bad(`"origin" is not "subagent"`)
 		}
 		h.Origin = &o
 	}
 	if raw, present := get("agentPreset"); present {
-		p, ok := stringValue(raw)
+		p, ok := jsjson.StringValue(raw)
 		if !ok {
 			return bad(`"agentPreset" is not a string`)
 		}
@@ -191,21 +191,21 @@ func headerShape(members []jsonMember) (session.Header, error) {
 	// DSH leaves these three to header validation on restore; a value of
 	// the wrong type cannot be carried in a Header, so it is refused here.
 	if raw, present := get("cwd"); present {
-		c, ok := stringValue(raw)
+		c, ok := jsjson.StringValue(raw)
 		if !ok {
 			return session.Header{}, errors.New(`session header "cwd" is not a string`)
 		}
 		h.Cwd = &c
 	}
 	if raw, present := get("parentSession"); present {
-		p, ok := stringValue(raw)
+		p, ok := jsjson.StringValue(raw)
 		if !ok {
 			return session.Header{}, errors.New(`session header "parentSession" is not a string`)
 		}
 		h.ParentSession = &p
 	}
 	if raw, present := get("seedLength"); present {
-		n, _, ok := safeInteger(raw)
+		n, _, ok := jsjson.SafeInteger(raw)
 		if !ok || n < 0 {
 			return session.Header{}, errors.New(`session header "seedLength" is not a non-negative safe integer`)
 		}

@@ -384,7 +384,7 @@ func (s *lineScanner) committedDamage() error {
 // members of a stored event object.
 type record struct {
 	rows    []session.Event
-	members []jsonMember
+	members []jsjson.Member
 	turnEnd bool
 }
 
@@ -393,12 +393,12 @@ type record struct {
 // with a row tag as its type is a row (JSONL has no other discriminator).
 // Lines that are not objects — null, numbers, arrays — are invalid lines.
 func decodeRecord(line []byte, lim rowLimits, later bool) (record, error) {
-	members, err := parseObject(wellFormedUTF8(line))
+	members, err := jsjson.ParseObject(jsjson.WellFormedUTF8(line))
 	if err != nil {
 		return record{}, err
 	}
-	t, _ := lastMember(members, keyType)
-	typ, _ := stringValue(t.Value)
+	t, _ := jsjson.LastMember(members, keyType)
+	typ, _ := jsjson.StringValue(t.Value)
 	if kind, ok := rowKindOf(typ); ok && !later {
 		rows, err := decodeJSONLRow(kind, members, lim)
 		if err != nil {
@@ -415,14 +415,14 @@ func (r record) firstSeq(expected int64) (got string, ok bool) {
 	if r.rows != nil {
 		return strconv.FormatInt(r.rows[0].Seq, 10), r.rows[0].Seq == expected
 	}
-	m, present := lastMember(r.members, keySeq)
+	m, present := jsjson.LastMember(r.members, keySeq)
 	if !present {
 		return "undefined", false
 	}
-	if f, isNum := numberValue(m.Value); isNum {
+	if f, isNum := jsjson.NumberValue(m.Value); isNum {
 		return string(jsjson.AppendFloat(nil, f)), f == float64(expected)
 	}
-	if s, isStr := stringValue(m.Value); isStr {
+	if s, isStr := jsjson.StringValue(m.Value); isStr {
 		return s, false
 	}
 	return string(m.Value), false

@@ -16,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -75,7 +76,7 @@ func WriteJSONL(ctx context.Context, dir string, h session.Header, events []sess
 		return "", fmt.Errorf("write session %q: format version %d: dsh writes only versions %d and %d–%d", h.ID, h.Version, session.FormatVersion, session.MinLaterFormat, session.MaxLaterFormat)
 	}
 	later := session.IsLaterFormat(h.Version)
-	if h.CreatedAt < 0 || h.CreatedAt > maxSafeInteger {
+	if h.CreatedAt < 0 || h.CreatedAt > jsjson.MaxSafeInteger {
 		return "", fmt.Errorf("write session %q: createdAt %d is not a non-negative safe integer", h.ID, h.CreatedAt)
 	}
 	segment, err := EncodeSegment(h.ID)

@@ -1,13 +1,12 @@
 package dshformat
 
 import (
-	"github.com/dsh-project/dsh/internal/dshfixtures"
-
 	"context"
 	"encoding/json"
 	"path/filepath"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/dshfixtures"
 	"github.com/dsh-project/dsh/internal/session"
 )
 

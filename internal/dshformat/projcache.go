@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -80,42 +81,42 @@ func ReadProjcacheFile(ctx context.Context, path string) (*ProjcacheFile, error)
 	fail := func(kind, format string, args ...any) error {
 		return &ProjcacheError{Path: path, Kind: kind, Msg: fmt.Sprintf(format, args...)}
 	}
-	doc, err := parseObject(wellFormedUTF8(data))
+	doc, err := jsjson.ParseObject(jsjson.WellFormedUTF8(data))
 	if err != nil {
 		return nil, fail("malformed-medium", "%v", err)
 	}
-	unitMember, _ := lastMember(doc, "unit")
-	unit, err := parseObject(unitMember.Value)
+	unitMember, _ := jsjson.LastMember(doc, "unit")
+	unit, err := jsjson.ParseObject(unitMember.Value)
 	if err != nil {
 		return nil, fail("malformed-medium", "unit is not an object")
 	}
-	name, _ := lastMember(unit, "name")
-	if unquoteIfString(name.Value) != projcacheUnit {
+	name, _ := jsjson.LastMember(unit, "name")
+	if jsjson.UnquoteIfString(name.Value) != projcacheUnit {
 		return nil, fail("malformed-medium", "unit name is not %q", projcacheUnit)
 	}
-	version, _ := lastMember(unit, "version")
-	if v, isNum := numberValue(version.Value); !isNum || v != projcacheVersion {
+	version, _ := jsjson.LastMember(unit, "version")
+	if v, isNum := jsjson.NumberValue(version.Value); !isNum || v != projcacheVersion {
 		return nil, fail("version-mismatch", "unit version %s, dsh reads version %d", version.Value, projcacheVersion)
 	}
 	f := &ProjcacheFile{records: make(map[string]projcacheRecord)}
-	tablesMember, ok := lastMember(doc, "tables")
+	tablesMember, ok := jsjson.LastMember(doc, "tables")
 	if !ok {
 		return f, nil
 	}
-	tables, err := parseObject(tablesMember.Value)
+	tables, err := jsjson.ParseObject(tablesMember.Value)
 	if err != nil {
 		return nil, fail("malformed-medium", "tables is not an object")
 	}
 	for _, t := range tables {
-		if _, err := parseObject(t.Value); err != nil {
+		if _, err := jsjson.ParseObject(t.Value); err != nil {
 			return nil, fail("malformed-medium", "table %q is not an object", t.Key)
 		}
 	}
-	sessions, ok := lastMember(tables, "sessions")
+	sessions, ok := jsjson.LastMember(tables, "sessions")
 	if !ok {
 		return f, nil
 	}
-	records, _ := parseObject(sessions.Value)
+	records, _ := jsjson.ParseObject(sessions.Value)
 	for _, r := range records {
 		rec, err := decodeProjcacheRecord(r.Value)
 		if err != nil {
@@ -128,53 +129,53 @@ func ReadProjcacheFile(ctx context.Context, path string) (*ProjcacheFile, error)
 
 func decodeProjcacheRecord(raw []byte) (projcacheRecord, error) {
 	var rec projcacheRecord
-	members, err := parseObject(raw)
+	members, err := jsjson.ParseObject(raw)
 	if err != nil {
 		return rec, fmt.Errorf("record is not an object")
 	}
-	identityMember, _ := lastMember(members, "identity")
-	identity, err := parseObject(identityMember.Value)
+	identityMember, _ := jsjson.LastMember(members, "identity")
+	identity, err := jsjson.ParseObject(identityMember.Value)
 	if err != nil {
 		return rec, fmt.Errorf("identity is not an object")
 	}
-	created, _ := lastMember(identity, "createdAt")
-	n, _, ok := safeInteger(created.Value)
+	created, _ := jsjson.LastMember(identity, "createdAt")
+	n, _, ok := jsjson.SafeInteger(created.Value)
 	if !ok || n < 0 {
 		return rec, fmt.Errorf("identity.createdAt is not a non-negative safe integer")
 	}
 	rec.createdAt = n
-	if cwd, present := lastMember(identity, "cwd"); present {
-		s, ok := stringValue(cwd.Value)
+	if cwd, present := jsjson.LastMember(identity, "cwd"); present {
+		s, ok := jsjson.StringValue(cwd.Value)
 		if !ok {
 			return rec, fmt.Errorf("identity.cwd is not a string")
 		}
 		rec.cwd = &s
 	}
-	rowsMember, _ := lastMember(members, "rows")
-	rows, err := parseObject(rowsMember.Value)
+	rowsMember, _ := jsjson.LastMember(members, "rows")
+	rows, err := jsjson.ParseObject(rowsMember.Value)
 	if err != nil {
 		return rec, fmt.Errorf("rows is not an object")
 	}
 	rec.rows = make(map[string]ProjcacheRow, len(rows))
 	for _, r := range rows {
-		fields, err := parseObject(r.Value)
+		fields, err := jsjson.ParseObject(r.Value)
 		if err != nil {
 			return rec, fmt.Errorf("row %q is not an object", r.Key)
 		}
 		var row ProjcacheRow
-		ver, _ := lastMember(fields, "ver")
-		if row.Ver, _, ok = safeInteger(ver.Value); !ok || row.Ver < 0 {
+		ver, _ := jsjson.LastMember(fields, "ver")
+		if row.Ver, _, ok = jsjson.SafeInteger(ver.Value); !ok || row.Ver < 0 {
 			return rec, fmt.Errorf("row %q: ver is not a non-negative safe integer", r.Key)
 		}
-		seq, _ := lastMember(fields, "seq")
-		if row.Seq, _, ok = safeInteger(seq.Value); !ok || row.Seq < -1 {
+		seq, _ := jsjson.LastMember(fields, "seq")
+		if row.Seq, _, ok = jsjson.SafeInteger(seq.Value); !ok || row.Seq < -1 {
 			return rec, fmt.Errorf("row %q: seq is not a safe integer >= -1", r.Key)
 		}
-		val, ok := lastMember(fields, "val")
+		val, ok := jsjson.LastMember(fields, "val")
 		if !ok {
 			return rec, fmt.Errorf("row %q has no val", r.Key)
 		}
-		row.Val = canonicalJSON(val.Value, val.Canonical)
+		row.Val = jsjson.Canonical(val.Value, val.Canonical)
 		rec.rows[r.Key] = row
 	}
 	return rec, nil

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
 )
 
 // DSH's per-record projection cache (later-formats §13.5): from domain
@@ -107,16 +109,16 @@ func readRecordFile(path string) (projcacheRecord, error) {
 
 // decodeRecordDocument reads one {"version", "record"} document.
 func decodeRecordDocument(data []byte) (projcacheRecord, error) {
-	doc, err := parseObject(wellFormedUTF8(data))
+	doc, err := jsjson.ParseObject(jsjson.WellFormedUTF8(data))
 	if err != nil {
 		return projcacheRecord{}, fmt.Errorf("not a JSON object: %w", err)
 	}
-	version, _ := lastMember(doc, "version")
-	stamp, _, ok := safeInteger(version.Value)
+	version, _ := jsjson.LastMember(doc, "version")
+	stamp, _, ok := jsjson.SafeInteger(version.Value)
 	if !ok || stamp < minRecordStamp || stamp > maxRecordStamp {
 		return projcacheRecord{}, fmt.Errorf("domain version %s is not one dsh reads (%d–%d)", version.Value, minRecordStamp, maxRecordStamp)
 	}
-	record, ok := lastMember(doc, "record")
+	record, ok := jsjson.LastMember(doc, "record")
 	if !ok {
 		return projcacheRecord{}, errors.New("no record")
 	}
@@ -125,16 +127,16 @@ func decodeRecordDocument(data []byte) (projcacheRecord, error) {
 		return projcacheRecord{}, err
 	}
 	rec.perRecord = true
-	identityMember, _ := lastMember(mustObject(record.Value), "identity")
+	identityMember, _ := jsjson.LastMember(mustObject(record.Value), "identity")
 	identity := mustObject(identityMember.Value)
-	if m, present := lastMember(identity, "formatVersion"); present {
-		n, negZero, ok := safeInteger(m.Value)
+	if m, present := jsjson.LastMember(identity, "formatVersion"); present {
+		n, negZero, ok := jsjson.SafeInteger(m.Value)
 		if !ok || n < 0 || negZero {
 			return projcacheRecord{}, errors.New("identity.formatVersion is not a non-negative safe integer")
 		}
 		rec.formatVersion = &n
 	}
-	if m, present := lastMember(identity, "isSeeded"); present {
+	if m, present := jsjson.LastMember(identity, "isSeeded"); present {
 		switch string(m.Value) {
 		case "true":
 			rec.isSeeded = true
@@ -143,8 +145,8 @@ func decodeRecordDocument(data []byte) (projcacheRecord, error) {
 			return projcacheRecord{}, errors.New("identity.isSeeded is not a boolean")
 		}
 	}
-	if m, present := lastMember(identity, "inheritedEventCount"); present {
-		n, _, ok := safeInteger(m.Value)
+	if m, present := jsjson.LastMember(identity, "inheritedEventCount"); present {
+		n, _, ok := jsjson.SafeInteger(m.Value)
 		if !ok || n < 0 {
 			return projcacheRecord{}, errors.New("identity.inheritedEventCount is not a non-negative safe integer")
 		}
@@ -154,8 +156,8 @@ func decodeRecordDocument(data []byte) (projcacheRecord, error) {
 }
 
 // mustObject parses an object already known to parse.
-func mustObject(raw []byte) []jsonMember {
-	members, _ := parseObject(raw)
+func mustObject(raw []byte) []jsjson.Member {
+	members, _ := jsjson.ParseObject(raw)
 	return members
 }
 

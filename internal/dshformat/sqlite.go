@@ -207,17 +207,17 @@ func (s *sqliteSource) headerOf(r sessionRow) (h session.Header, err error) {
 		case nil:
 			return nil, true
 		case int64:
-			return &t, t >= 0 && t <= maxSafeInteger
+			return &t, t >= 0 && t <= jsjson.MaxSafeInteger
 		}
 		return nil, false
 	}
-	if h.Version, ok = r.version.(int64); !ok || h.Version > maxSafeInteger || h.Version < -maxSafeInteger {
+	if h.Version, ok = r.version.(int64); !ok || h.Version > jsjson.MaxSafeInteger || h.Version < -jsjson.MaxSafeInteger {
 		return bad("version is not a safe integer")
 	}
-	if h.CreatedAt, ok = r.createdAt.(int64); !ok || h.CreatedAt < 0 || h.CreatedAt > maxSafeInteger {
+	if h.CreatedAt, ok = r.createdAt.(int64); !ok || h.CreatedAt < 0 || h.CreatedAt > jsjson.MaxSafeInteger {
 		return bad("created_at is not a non-negative safe integer")
 	}
-	if rev, ok := r.revision.(int64); !ok || rev < 0 || rev > maxSafeInteger {
+	if rev, ok := r.revision.(int64); !ok || rev < 0 || rev > jsjson.MaxSafeInteger {
 		return bad("revision is not a non-negative safe integer")
 	}
 	if h.Cwd, ok = optString(r.cwd); !ok || (h.Cwd != nil && !strings.HasPrefix(*h.Cwd, "/")) {
@@ -334,11 +334,11 @@ func (s *sqliteSource) readRows(ctx context.Context, tx *sql.Tx, id string) ([]p
 			return nil, fmt.Errorf("read DSH SQLite store %s: %w", s.path, err)
 		}
 		switch {
-		case r.seq < 0 || r.seq > maxSafeInteger:
+		case r.seq < 0 || r.seq > jsjson.MaxSafeInteger:
 			r.bad = errors.New("seq is not a non-negative safe integer")
 		case r.typ == "":
 			r.bad = errors.New("type is empty")
-		case r.time > maxSafeInteger || r.time < -maxSafeInteger:
+		case r.time > jsjson.MaxSafeInteger || r.time < -jsjson.MaxSafeInteger:
 			r.bad = errors.New("time is not a safe integer")
 		case dataType != "text" && dataType != "blob":
 			r.bad = errors.New("data is " + dataType + ", not TEXT or BLOB")
@@ -401,11 +401,11 @@ func decodeRow(r physicalRow, budget int) decodedRow {
 	if err != nil {
 		return decodedRow{err: err}
 	}
-	data, canonical, err := parseValue(text)
+	data, canonical, err := jsjson.ParseValue(text)
 	if err != nil {
 		return decodedRow{err: fmt.Errorf("data: %w", err)}
 	}
-	e := session.Event{Type: r.typ, Seq: r.seq, Time: r.time, Data: canonicalJSON(data, canonical), Ignorable: r.ignorable.Valid && r.ignorable.Int64 == 1}
+	e := session.Event{Type: r.typ, Seq: r.seq, Time: r.time, Data: jsjson.Canonical(data, canonical), Ignorable: r.ignorable.Valid && r.ignorable.Int64 == 1}
 	if r.seqs != nil {
 		if e.SourceEventSeqs, err = decodeSeqBlob(r.seqs.([]byte)); err != nil {
 			return decodedRow{err: fmt.Errorf("source_event_seqs: %w", err)}
@@ -413,11 +413,11 @@ func decodeRow(r physicalRow, budget int) decodedRow {
 		e.HasSourceEventSeqs = true
 	}
 	if r.surfaceOp.Valid {
-		op, canonical, err := parseValue(wellFormedUTF8([]byte(r.surfaceOp.String)))
+		op, canonical, err := jsjson.ParseValue(jsjson.WellFormedUTF8([]byte(r.surfaceOp.String)))
 		if err != nil {
 			return decodedRow{err: fmt.Errorf("surface_op: %w", err)}
 		}
-		e.SurfaceOp = canonicalJSON(op, canonical)
+		e.SurfaceOp = jsjson.Canonical(op, canonical)
 	}
 	return decodedRow{events: []session.Event{e}, turnEnd: r.typ == session.TypeTurnEnd}
 }
@@ -428,7 +428,7 @@ func decodeRow(r physicalRow, budget int) decodedRow {
 func decodeRowData(v any, packed bool) ([]byte, error) {
 	switch d := v.(type) {
 	case string:
-		return wellFormedUTF8([]byte(d)), nil
+		return jsjson.WellFormedUTF8([]byte(d)), nil
 	case []byte:
 		limit := maxFrameText
 		if packed {

@@ -1,8 +1,6 @@
 package dshformat
 
 import (
-	"github.com/dsh-project/dsh/internal/dshfixtures"
-
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -15,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/dshfixtures"
+	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -122,7 +122,7 @@ func TestSQLiteProvenance(t *testing.T) {
 		return e
 	}
 	events := []session.Event{msg(0, nil, false), msg(1, []int64{}, true), msg(2, []int64{1, 0}, true),
-		msg(3, []int64{maxSafeInteger - 1, 0, maxSafeInteger - 2}, true)}
+		msg(3, []int64{jsjson.MaxSafeInteger - 1, 0, jsjson.MaxSafeInteger - 2}, true)}
 	events[3].Ignorable = true
 	s.appendBatch(testHeader.ID, events)
 	got := readOne(t, s.path, testHeader.ID).Events

@@ -1,6 +1,10 @@
 package dshformat
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
+)
 
 // DSH's SQLite store keeps an event's sourceEventSeqs as a BLOB with no
 // length prefix: the first seq as an unsigned LEB128 varint, then each
@@ -31,7 +35,7 @@ func decodeSeqBlob(b []byte) ([]int64, error) {
 		}
 		b = b[n:]
 		if len(seqs) == 0 {
-			if v > maxSafeInteger {
+			if v > jsjson.MaxSafeInteger {
 				return nil, errVarintRange
 			}
 			seqs = append(seqs, int64(v))
@@ -45,7 +49,7 @@ func decodeSeqBlob(b []byte) ([]int64, error) {
 			delta = -delta - 1
 		}
 		seq := seqs[len(seqs)-1] + delta
-		if seq < 0 || seq > maxSafeInteger {
+		if seq < 0 || seq > jsjson.MaxSafeInteger {
 			return nil, errSeqRange
 		}
 		seqs = append(seqs, seq)

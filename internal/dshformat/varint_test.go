@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
 )
 
 // DSH's provenance encoding, with the cases its tests pin (§3.7).
@@ -20,7 +22,7 @@ func TestSeqBlobPinnedCases(t *testing.T) {
 		{[]byte{0x00}, []int64{0}, nil},
 		{[]byte{}, []int64{}, nil},
 		{append(append(append([]byte{0xfe}, bytes.Repeat([]byte{0xff}, 6)...), 0x0f, 0xfb), append(bytes.Repeat([]byte{0xff}, 6), 0x1f, 0xfa, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1f)...),
-			[]int64{maxSafeInteger - 1, 0, maxSafeInteger - 2}, nil},
+			[]int64{jsjson.MaxSafeInteger - 1, 0, jsjson.MaxSafeInteger - 2}, nil},
 		{[]byte{0x80}, nil, errTruncatedVarint},
 		{[]byte{0x80, 0x00}, nil, errNonCanonicalVarint},
 		{[]byte{0x00, 0x01}, nil, errSeqRange},

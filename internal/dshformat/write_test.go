@@ -1,8 +1,6 @@
 package dshformat
 
 import (
-	"github.com/dsh-project/dsh/internal/dshfixtures"
-
 	"bytes"
 	"context"
 	"errors"
@@ -12,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/dshfixtures"
 	"github.com/dsh-project/dsh/internal/session"
 )
 

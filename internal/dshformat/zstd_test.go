@@ -1,8 +1,6 @@
 package dshformat
 
 import (
-	"github.com/dsh-project/dsh/internal/dshfixtures"
-
 	"bytes"
 	"context"
 	"errors"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/dsh-project/dsh/internal/dshfixtures"
 	"github.com/dsh-project/dsh/internal/session"
 )
 

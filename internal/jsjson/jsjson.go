@@ -8,19 +8,17 @@ package jsjson
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"strconv"
 	"unicode/utf8"
 )
 
-const hex = "0123456789abcdef"
-
 // AppendString appends s as a JSON string literal the way JSON.stringify
 // writes it: only '"', '\\' and control characters below 0x20 are escaped
 // (\b \f \n \r \t by name, the rest as \u00xx). Bytes that are not valid
 // UTF-8 are written as U+FFFD, which is what Node's lenient UTF-8 decoding
-// turns them into before JSON.stringify ever sees them.
+// turns them into before JSON.stringify ever sees them. Escapes are written
+// by appendCodeUnit, the one escaper Compact and Canonical use too.
 func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
@@ -31,25 +29,7 @@ func AppendString(dst []byte, s string) []byte {
 				i++
 				continue
 			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"':
-				dst = append(dst, '\\', '"')
-			case '\\':
-				dst = append(dst, '\\', '\\')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
+			dst = appendCodeUnit(append(dst, s[start:i]...), rune(c))
 			i++
 			start = i
 			continue
@@ -102,87 +82,20 @@ func AppendFloat(dst []byte, f float64) []byte {
 
 // Compact re-serialises raw JSON text the way JSON.stringify(JSON.parse(raw))
 // would: whitespace removed, object key order kept, strings re-escaped in the
-// JavaScript style and numbers written in their JavaScript form. Duplicate
-// keys are kept as they are (JSON.parse would keep the last one; DSH never
-// writes duplicates).
+// JavaScript style (a lone surrogate escape such as \ud800 stays one, as a
+// JavaScript string keeps it) and numbers written in their JavaScript form.
+// Duplicate keys are kept as they are (JSON.parse would keep the last one;
+// DSH never writes duplicates). It validates with ParseValue, the same
+// parser every reader of DSH's records uses.
 func Compact(raw []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var out []byte
-	out, err := appendValue(out, dec)
+	v, canonical, err := ParseValue(raw)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err == nil {
-		return nil, &json.SyntaxError{Offset: dec.InputOffset()}
+	if canonical {
+		return append([]byte(nil), v...), nil
 	}
-	return out, nil
-}
-
-func appendValue(dst []byte, dec *json.Decoder) ([]byte, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			dst = append(dst, '{')
-			first := true
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				if !first {
-					dst = append(dst, ',')
-				}
-				first = false
-				dst = AppendString(dst, kt.(string))
-				dst = append(dst, ':')
-				if dst, err = appendValue(dst, dec); err != nil {
-					return nil, err
-				}
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return append(dst, '}'), nil
-		case '[':
-			dst = append(dst, '[')
-			first := true
-			for dec.More() {
-				if !first {
-					dst = append(dst, ',')
-				}
-				first = false
-				if dst, err = appendValue(dst, dec); err != nil {
-					return nil, err
-				}
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
-			return append(dst, ']'), nil
-		}
-	case string:
-		return AppendString(dst, t), nil
-	case json.Number:
-		f, err := strconv.ParseFloat(string(t), 64)
-		if err != nil {
-			return nil, err
-		}
-		return AppendFloat(dst, f), nil
-	case bool:
-		if t {
-			return append(dst, "true"...), nil
-		}
-		return append(dst, "false"...), nil
-	case nil:
-		return append(dst, "null"...), nil
-	}
-	return nil, &json.SyntaxError{Offset: dec.InputOffset()}
+	return Canonical(v, false), nil
 }
 
 // StringArray is ss as a JSON array of strings, e.g. for SQLite's

@@ -52,3 +52,20 @@ func TestStringArray(t *testing.T) {
 		t.Fatalf("StringArray(nil) = %s", got)
 	}
 }
+
+// JavaScript strings may hold lone surrogates; JSON.parse keeps an escaped
+// one and JSON.stringify writes it back as the same escape. Compact must
+// too, whatever whitespace surrounds it (issue #11, defect 11).
+func TestCompactKeepsLoneSurrogates(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":"\ud800"}`:                    `{"a":"\ud800"}`,
+		"{ \"a\" : \"\\ud800\" }":           `{"a":"\ud800"}`,
+		"[ \"x\\udc00y\" , \"\\uD83D\" ]":   `["x\udc00y","\ud83d"]`,
+		"{ \"pair\" : \"\\ud83d\\ude00\" }": `{"pair":"😀"}`,
+	} {
+		got, err := Compact([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("Compact(%s) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+}

@@ -105,10 +105,10 @@ func readIdentity(ctx context.Context, q querier) (identity, error) {
 func (id identity) check(name string, latest int) error {
 	switch {
 	case !id.recorded && id.tables > 0:
-		return &dsherr.Error{Code: dsherr.StoreError, Err: ErrForeignDatabase,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrForeignDatabase,
 			Msg: fmt.Sprintf("%s is not a dsh database (schema %s has tables but no %s)", name, id.schema, migrationsTable)}
 	case id.version > latest:
-		return &dsherr.Error{Code: dsherr.StoreError, Err: ErrSchemaTooNew,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrSchemaTooNew,
 			Msg: fmt.Sprintf("%s has schema version %d, newer than this dsh supports (%d); upgrade dsh", name, id.version, latest)}
 	}
 	return nil
@@ -185,7 +185,7 @@ func (s *Store) checkReadableSchema(ctx context.Context) error {
 		return err
 	}
 	if id.version == 0 {
-		return &dsherr.Error{Code: dsherr.StoreError, Err: ErrNoDatabase,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrNoDatabase,
 			Msg: fmt.Sprintf("%s is not initialized (run dsh init)", s.name)}
 	}
 	return nil

@@ -83,8 +83,8 @@ func wantStoreError(t *testing.T, err error, sentinel error, fragments ...string
 	if err == nil {
 		t.Fatalf("got no error, want %v", sentinel)
 	}
-	if dsherr.CodeOf(err) != dsherr.StoreError {
-		t.Errorf("code = %q, want %q (%v)", dsherr.CodeOf(err), dsherr.StoreError, err)
+	if dsherr.CodeOf(err) != dsherr.StoreUnavailable {
+		t.Errorf("code = %q, want %q (%v)", dsherr.CodeOf(err), dsherr.StoreUnavailable, err)
 	}
 	if sentinel != nil && !errors.Is(err, sentinel) {
 		t.Errorf("error %v does not match %v", err, sentinel)

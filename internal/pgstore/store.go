@@ -138,7 +138,7 @@ func connect(ctx context.Context, dsn string, readOnly bool) (*Store, error) {
 	}
 	if encoding != "UTF8" {
 		pool.Close()
-		return nil, dsherr.New(dsherr.StoreError,
+		return nil, dsherr.New(dsherr.StoreUnavailable,
 			"%s: server encoding is %s; dsh needs a UTF8 database (CREATE DATABASE … ENCODING 'UTF8')", name, encoding)
 	}
 	return s, nil
@@ -179,22 +179,22 @@ func connectError(err error, name string, secrets []string) error {
 	if errors.As(err, &pgErr) {
 		switch {
 		case pgErr.Code == "28P01" || pgErr.Code == "28000":
-			return &dsherr.Error{Code: dsherr.StoreError, Err: ErrAuthentication,
+			return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrAuthentication,
 				Msg: fmt.Sprintf("%s: authentication failed: %s", name, scrub(pgErr.Message, secrets))}
 		case pgErr.Code == "3D000":
-			return &dsherr.Error{Code: dsherr.StoreError, Err: ErrNoDatabase,
+			return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrNoDatabase,
 				Msg: fmt.Sprintf("%s: %s (create it, e.g. createdb, then run dsh init)", name, scrub(pgErr.Message, secrets))}
 		}
-		return &dsherr.Error{Code: dsherr.StoreError, Err: err,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: err,
 			Msg: fmt.Sprintf("%s: %s (SQLSTATE %s)", name, scrub(pgErr.Message, secrets), pgErr.Code)}
 	}
 	var netErr net.Error
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &netErr) || errors.As(err, &connectErr) || errors.Is(err, context.DeadlineExceeded) {
-		return &dsherr.Error{Code: dsherr.StoreError, Err: errors.Join(ErrUnreachable, err),
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: errors.Join(ErrUnreachable, err),
 			Msg: fmt.Sprintf("%s: cannot connect to the server: %s", name, scrub(rootCause(err), secrets))}
 	}
-	return &dsherr.Error{Code: dsherr.StoreError, Err: err,
+	return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: err,
 		Msg: fmt.Sprintf("%s: %s", name, scrub(err.Error(), secrets))}
 }
 
@@ -265,7 +265,7 @@ func (s *Store) ReadSnapshot(ctx context.Context, fn func(view *Store) error) er
 // conflict. Inside a WriteTx view it nests through a savepoint.
 func (s *Store) WriteTx(ctx context.Context, fn func(tx *Store) error) error {
 	if s.readOnly {
-		return dsherr.New(dsherr.StoreError, "store %s is open read-only", s.name)
+		return dsherr.New(dsherr.StoreUnavailable, "store %s is open read-only", s.name)
 	}
 	if s.tx != nil {
 		if !s.txWritable {
@@ -315,7 +315,7 @@ func (s *Store) storeError(err error, what string) error {
 	if dsherr.CodeOf(err) != "" {
 		return err
 	}
-	return &dsherr.Error{Code: dsherr.StoreError, Err: err,
+	return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: err,
 		Msg: fmt.Sprintf("%s (%s): %s", what, s.name, scrub(err.Error(), s.secrets))}
 }
 

@@ -35,7 +35,7 @@ func NewCache(store backend.CheckpointReader, reg *Registry) *Cache {
 func (c *Cache) writer() (backend.CheckpointWriter, error) {
 	w, ok := c.store.(backend.CheckpointWriter)
 	if !ok {
-		return nil, dsherr.New(dsherr.StoreError, "the checkpoint records of this corpus are read-only")
+		return nil, dsherr.New(dsherr.StoreUnavailable, "the checkpoint records of this corpus are read-only")
 	}
 	return w, nil
 }

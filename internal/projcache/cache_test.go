@@ -672,3 +672,20 @@ func TestLookupManyByParentRange(t *testing.T) {
 		t.Fatalf("statuses: %v %v %v", got["child-02"].Status, got["child-39"].Status, got["child-07"].Status)
 	}
 }
+
+// A checkpoint row's state is stored as JSON.stringify writes it: a lone
+// surrogate escape in the state stays one (issue #11, defect 11).
+func TestCheckpointKeepsLoneSurrogates(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	h := childHeader("c")
+	reg := registry(t, countUnit{ver: 1})
+	cp := projcache.Checkpoint{"count": {Ver: 1, Seq: 0, Val: json.RawMessage("{ \"s\" : \"\\ud800\" }")}}
+	if err := projcache.NewCache(db, reg).Put(ctx, h, 0, cp); err != nil {
+		t.Fatal(err)
+	}
+	rec, found, err := db.Checkpoint(ctx, "c")
+	if err != nil || !found || !strings.Contains(string(rec.Rows), `"val":{"s":"\ud800"}`) {
+		t.Fatalf("stored rows %s (found %v, %v); want the lone surrogate kept", rec.Rows, found, err)
+	}
+}

@@ -11,7 +11,7 @@ import (
 // header version other than 0, or an event type outside the known list that
 // is not marked ignorable). Test with errors.Is.
 var ErrFormatUnsupported = &dsherr.Error{
-	Code: dsherr.UnsupportedFmt,
+	Code: dsherr.UnsupportedFormat,
 	Msg:  "session log format is not supported by this harness",
 }
 

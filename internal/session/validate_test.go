@@ -353,7 +353,7 @@ func checkRuleError(t *testing.T, err error, c ruleCase) {
 	}
 	wantClass, wantCode := ErrInvalidLog, dsherr.InvalidLog
 	if c.rule == RuleUnknownType || c.rule == RuleFormatVersion {
-		wantClass, wantCode = ErrFormatUnsupported, dsherr.UnsupportedFmt
+		wantClass, wantCode = ErrFormatUnsupported, dsherr.UnsupportedFormat
 	}
 	if !errors.Is(err, wantClass) || dsherr.CodeOf(err) != wantCode {
 		t.Errorf("error class: errors.Is(%v) false or code %s, want %s", wantClass, dsherr.CodeOf(err), wantCode)

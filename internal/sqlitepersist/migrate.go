@@ -90,13 +90,13 @@ func readIdentity(ctx context.Context, q Querier) (fileIdentity, error) {
 func (id fileIdentity) check(path string, latest int) error {
 	switch {
 	case id.applicationID != 0 && id.applicationID != ApplicationID:
-		return &dsherr.Error{Code: dsherr.StoreError, Err: ErrForeignDatabase,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrForeignDatabase,
 			Msg: fmt.Sprintf("%s is not a dsh database (application_id %#x)", path, id.applicationID)}
 	case id.applicationID == 0 && (id.userVersion != 0 || id.objects > 0):
-		return &dsherr.Error{Code: dsherr.StoreError, Err: ErrForeignDatabase,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrForeignDatabase,
 			Msg: fmt.Sprintf("%s is not a dsh database (it has tables but no dsh application id)", path)}
 	case id.userVersion > latest:
-		return &dsherr.Error{Code: dsherr.StoreError, Err: ErrSchemaTooNew,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrSchemaTooNew,
 			Msg: fmt.Sprintf("%s has schema version %d, newer than this dsh supports (%d); upgrade dsh", path, id.userVersion, latest)}
 	}
 	return nil
@@ -113,7 +113,7 @@ func migrate(ctx context.Context, db *sql.DB, path string) error {
 	}
 	id, err := readIdentity(ctx, db)
 	if err != nil {
-		return dsherr.Wrap(dsherr.StoreError, err, "read schema of %s", path)
+		return dsherr.Wrap(dsherr.StoreUnavailable, err, "read schema of %s", path)
 	}
 	if err := id.check(path, len(ms)); err != nil {
 		return err
@@ -132,12 +132,12 @@ func migrate(ctx context.Context, db *sql.DB, path string) error {
 func applyMigration(ctx context.Context, db *sql.DB, path string, m migration, latest int) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return dsherr.Wrap(dsherr.StoreError, err, "migrate %s", path)
+		return dsherr.Wrap(dsherr.StoreUnavailable, err, "migrate %s", path)
 	}
 	defer tx.Rollback()
 	id, err := readIdentity(ctx, tx)
 	if err != nil {
-		return dsherr.Wrap(dsherr.StoreError, err, "migrate %s", path)
+		return dsherr.Wrap(dsherr.StoreUnavailable, err, "migrate %s", path)
 	}
 	if err := id.check(path, latest); err != nil {
 		return err
@@ -157,16 +157,16 @@ func applyMigration(ctx context.Context, db *sql.DB, path string, m migration, l
 	}
 	for _, stmt := range stmts {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return dsherr.Wrap(dsherr.StoreError, err, "migrate %s to version %d (%s)", path, m.version, m.name)
+			return dsherr.Wrap(dsherr.StoreUnavailable, err, "migrate %s to version %d (%s)", path, m.version, m.name)
 		}
 	}
 	if _, err := tx.ExecContext(ctx,
 		"INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
 		m.version, m.name, time.Now().UnixMilli()); err != nil {
-		return dsherr.Wrap(dsherr.StoreError, err, "record migration %d of %s", m.version, path)
+		return dsherr.Wrap(dsherr.StoreUnavailable, err, "record migration %d of %s", m.version, path)
 	}
 	if err := tx.Commit(); err != nil {
-		return dsherr.Wrap(dsherr.StoreError, err, "commit migration %d of %s", m.version, path)
+		return dsherr.Wrap(dsherr.StoreUnavailable, err, "commit migration %d of %s", m.version, path)
 	}
 	return nil
 }
@@ -181,24 +181,24 @@ func checkReadableSchema(ctx context.Context, db *sql.DB, path string) error {
 	}
 	id, err := readIdentity(ctx, db)
 	if sqliteread.HotJournal(err) {
-		return dsherr.Wrap(dsherr.StoreError, err,
+		return dsherr.Wrap(dsherr.StoreUnavailable, err,
 			"%s has a hot rollback journal (%s-journal): a writer crashed mid-transaction after the file was switched out of WAL mode, "+
 				"and a read-only command cannot roll it back; run dsh init to recover it", path, path)
 	}
 	if err != nil {
-		return dsherr.Wrap(dsherr.StoreError, err, "read schema of %s", path)
+		return dsherr.Wrap(dsherr.StoreUnavailable, err, "read schema of %s", path)
 	}
 	if err := id.check(path, latest); err != nil {
 		return err
 	}
 	switch {
 	case id.userVersion == 0:
-		return &dsherr.Error{Code: dsherr.StoreError, Err: ErrNoDatabase,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrNoDatabase,
 			Msg: fmt.Sprintf("%s is not initialized (run dsh init)", path)}
 	case id.userVersion < latest:
 		// The commands read tables later migrations add: say so rather
 		// than fail on the first missing one.
-		return &dsherr.Error{Code: dsherr.StoreError, Err: ErrSchemaTooOld,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrSchemaTooOld,
 			Msg: fmt.Sprintf("%s has dsh schema version %d; this dsh reads version %d: run dsh init to migrate it", path, id.userVersion, latest)}
 	}
 	return nil

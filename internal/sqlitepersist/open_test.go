@@ -140,7 +140,7 @@ func TestOpenRefusesForeignDatabases(t *testing.T) {
 					s.Close()
 					t.Fatalf("%s accepted a foreign database", opener)
 				}
-				if !errors.Is(err, ErrForeignDatabase) || dsherr.CodeOf(err) != dsherr.StoreError {
+				if !errors.Is(err, ErrForeignDatabase) || dsherr.CodeOf(err) != dsherr.StoreUnavailable {
 					t.Errorf("%s: %v, want ErrForeignDatabase with STORE_UNAVAILABLE", opener, err)
 				}
 			}
@@ -180,7 +180,7 @@ func TestOpenReadOnlyMissingDatabaseCreatesNothing(t *testing.T) {
 			s.Close()
 			t.Fatalf("OpenReadOnly(%s) succeeded", path)
 		}
-		if !errors.Is(err, ErrNoDatabase) || dsherr.CodeOf(err) != dsherr.StoreError || !strings.Contains(err.Error(), path) {
+		if !errors.Is(err, ErrNoDatabase) || dsherr.CodeOf(err) != dsherr.StoreUnavailable || !strings.Contains(err.Error(), path) {
 			t.Errorf("OpenReadOnly(%s): %v, want ErrNoDatabase naming the path", path, err)
 		}
 	}
@@ -254,7 +254,7 @@ func TestOpenRefusesSymlinksAndNonRegularFiles(t *testing.T) {
 				t.Errorf("%s/%s: opened %s", name, opener, c.path)
 				continue
 			}
-			if dsherr.CodeOf(err) != dsherr.StoreError || !strings.Contains(err.Error(), c.want) {
+			if dsherr.CodeOf(err) != dsherr.StoreUnavailable || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("%s/%s: %v, want STORE_UNAVAILABLE mentioning %q", name, opener, err, c.want)
 			}
 		}
@@ -280,7 +280,7 @@ func TestReadOnlyStoreRefusesWrites(t *testing.T) {
 	_, writes["Load"] = ro.Load(ctx, "s1")
 	_, writes["ImportSession"] = ro.ImportSession(ctx, rootHeader("s3"), nil, nil)
 	for name, err := range writes {
-		if err == nil || dsherr.CodeOf(err) != dsherr.StoreError {
+		if err == nil || dsherr.CodeOf(err) != dsherr.StoreUnavailable {
 			t.Errorf("%s on a read-only store: %v, want STORE_UNAVAILABLE", name, err)
 		}
 	}

@@ -21,7 +21,7 @@ func prepareWritablePath(path string) (string, error) {
 	dir := filepath.Dir(abs)
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return "", dsherr.Wrap(dsherr.StoreError, err, "create database directory %s", dir)
+			return "", dsherr.Wrap(dsherr.StoreUnavailable, err, "create database directory %s", dir)
 		}
 	}
 	if err := checkParentDir(dir); err != nil {
@@ -32,13 +32,13 @@ func prepareWritablePath(path string) (string, error) {
 		switch {
 		case err == nil:
 			if err := f.Close(); err != nil {
-				return "", dsherr.Wrap(dsherr.StoreError, err, "create database %s", abs)
+				return "", dsherr.Wrap(dsherr.StoreUnavailable, err, "create database %s", abs)
 			}
 		case errors.Is(err, fs.ErrExist):
 			// Another process created it between the two calls; the
 			// checks below apply to whatever it created.
 		default:
-			return "", dsherr.Wrap(dsherr.StoreError, err, "create database %s", abs)
+			return "", dsherr.Wrap(dsherr.StoreUnavailable, err, "create database %s", abs)
 		}
 	}
 	if err := checkDBFile(abs); err != nil {
@@ -72,7 +72,7 @@ func checkReadablePath(path string) (string, error) {
 
 func noDatabase(abs string) error {
 	return &dsherr.Error{
-		Code: dsherr.StoreError,
+		Code: dsherr.StoreUnavailable,
 		Msg:  "no database at " + abs + " (run dsh init to create it)",
 		Err:  ErrNoDatabase,
 	}
@@ -94,13 +94,13 @@ func absPath(path string) (string, error) {
 func checkParentDir(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
-		return dsherr.Wrap(dsherr.StoreError, err, "database directory %s", dir)
+		return dsherr.Wrap(dsherr.StoreUnavailable, err, "database directory %s", dir)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		return dsherr.New(dsherr.StoreError, "database directory %s is a symbolic link; refusing to use it", dir)
+		return dsherr.New(dsherr.StoreUnavailable, "database directory %s is a symbolic link; refusing to use it", dir)
 	}
 	if !fi.IsDir() {
-		return dsherr.New(dsherr.StoreError, "database directory %s is not a directory", dir)
+		return dsherr.New(dsherr.StoreUnavailable, "database directory %s is not a directory", dir)
 	}
 	return nil
 }
@@ -108,13 +108,13 @@ func checkParentDir(dir string) error {
 func checkDBFile(abs string) error {
 	fi, err := os.Lstat(abs)
 	if err != nil {
-		return dsherr.Wrap(dsherr.StoreError, err, "database %s", abs)
+		return dsherr.Wrap(dsherr.StoreUnavailable, err, "database %s", abs)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		return dsherr.New(dsherr.StoreError, "database %s is a symbolic link; refusing to open it", abs)
+		return dsherr.New(dsherr.StoreUnavailable, "database %s is a symbolic link; refusing to open it", abs)
 	}
 	if !fi.Mode().IsRegular() {
-		return dsherr.New(dsherr.StoreError, "database %s is not a regular file (%s)", abs, fi.Mode().Type())
+		return dsherr.New(dsherr.StoreUnavailable, "database %s is not a regular file (%s)", abs, fi.Mode().Type())
 	}
 	return nil
 }

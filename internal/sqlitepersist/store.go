@@ -116,7 +116,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	q.Set("_txlock", "immediate")
 	connector, err := sqlite.NewConnector(fileURI(abs, q))
 	if err != nil {
-		return nil, dsherr.Wrap(dsherr.StoreError, err, "open %s", abs)
+		return nil, dsherr.Wrap(dsherr.StoreUnavailable, err, "open %s", abs)
 	}
 	db := sql.OpenDB(persistentWAL{connector})
 	s := &Store{db: db, path: abs, clock: o.Clock}
@@ -161,14 +161,14 @@ func OpenReadOnly(ctx context.Context, path string, o Options) (*Store, error) {
 	}
 	q := url.Values{}
 	if err := sqliteread.Query(abs, q); err != nil {
-		return nil, dsherr.Wrap(dsherr.StoreError, err, "open %s read-only", abs)
+		return nil, dsherr.Wrap(dsherr.StoreUnavailable, err, "open %s read-only", abs)
 	}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busyMillis, 10)+")")
 	q.Add("_pragma", "trusted_schema(OFF)")
 	q.Add("_pragma", "query_only(1)")
 	db, err := sql.Open("sqlite", fileURI(abs, q))
 	if err != nil {
-		return nil, dsherr.Wrap(dsherr.StoreError, err, "open %s read-only", abs)
+		return nil, dsherr.Wrap(dsherr.StoreUnavailable, err, "open %s read-only", abs)
 	}
 	s := &Store{db: db, path: abs, readOnly: true, clock: o.Clock}
 	if err := s.checkPragmas(ctx, map[string]int64{
@@ -205,7 +205,7 @@ func precheckIdentity(ctx context.Context, abs string, busyMillis int64) error {
 		id, err = readIdentityAt(ctx, abs, busyMillis, "rw")
 	}
 	if err != nil {
-		return dsherr.Wrap(dsherr.StoreError, err, "read schema of %s", abs)
+		return dsherr.Wrap(dsherr.StoreUnavailable, err, "read schema of %s", abs)
 	}
 	return id.check(abs, latest)
 }
@@ -266,7 +266,7 @@ func (s *Store) checkPragmas(ctx context.Context, want map[string]int64, journal
 			return s.openError(fmt.Errorf("read back PRAGMA %s: %w", name, err))
 		}
 		if got != v {
-			return dsherr.New(dsherr.StoreError, "open %s: PRAGMA %s is %d, expected %d", s.path, name, got, v)
+			return dsherr.New(dsherr.StoreUnavailable, "open %s: PRAGMA %s is %d, expected %d", s.path, name, got, v)
 		}
 	}
 	if journalMode != "" {
@@ -275,7 +275,7 @@ func (s *Store) checkPragmas(ctx context.Context, want map[string]int64, journal
 			return s.openError(fmt.Errorf("read back PRAGMA journal_mode: %w", err))
 		}
 		if got != journalMode {
-			return dsherr.New(dsherr.StoreError, "open %s: journal_mode is %q, expected %q", s.path, got, journalMode)
+			return dsherr.New(dsherr.StoreUnavailable, "open %s: journal_mode is %q, expected %q", s.path, got, journalMode)
 		}
 	}
 	return nil
@@ -285,7 +285,7 @@ func (s *Store) openError(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return dsherr.Wrap(dsherr.StoreError, err, "open %s", s.path)
+	return dsherr.Wrap(dsherr.StoreUnavailable, err, "open %s", s.path)
 }
 
 // The store is a complete backend.
@@ -350,7 +350,7 @@ func (s *Store) ReadSnapshot(ctx context.Context, fn func(view *Store) error) er
 // no partial rows behind even when the caller's transaction goes on.
 func (s *Store) WriteTx(ctx context.Context, fn func(tx *Store) error) error {
 	if s.readOnly {
-		return dsherr.New(dsherr.StoreError, "store %s is open read-only", s.path)
+		return dsherr.New(dsherr.StoreUnavailable, "store %s is open read-only", s.path)
 	}
 	if s.tx != nil {
 		if !s.txWritable {
@@ -444,5 +444,5 @@ func (s *Store) storeError(err error, what string) error {
 	if dsherr.CodeOf(err) != "" {
 		return err
 	}
-	return dsherr.Wrap(dsherr.StoreError, err, "%s (%s)", what, s.path)
+	return dsherr.Wrap(dsherr.StoreUnavailable, err, "%s (%s)", what, s.path)
 }

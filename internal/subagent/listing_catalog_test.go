@@ -427,7 +427,7 @@ func TestL25EnumerationFailureFailsListing(t *testing.T) {
 	}
 	c.exec("ALTER TABLE sessions RENAME TO sessions_unreadable")
 	rows, err = c.children(c.lister(), "parent")
-	if err == nil || rows != nil || dsherr.CodeOf(err) != dsherr.StoreError {
+	if err == nil || rows != nil || dsherr.CodeOf(err) != dsherr.StoreUnavailable {
 		t.Fatalf("rows %v err %v (code %q), want a STORE_UNAVAILABLE failure", rows, err, dsherr.CodeOf(err))
 	}
 }

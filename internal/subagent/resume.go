@@ -118,7 +118,7 @@ func CheckResume(child, parent string, in *backend.Inspection, inspectErr error)
 	}
 	desc, err := firstOwnDescriptor(in.Events, in.Header.InheritedCut())
 	if err != nil {
-		return nil, &dsherr.Error{Code: dsherr.DescriptorError, Msg: err.Error(), Err: err}
+		return nil, &dsherr.Error{Code: dsherr.DescriptorMalformed, Msg: err.Error(), Err: err}
 	}
 	if desc == nil || desc.Mode != ModeContinuable {
 		return nil, dsherr.New(dsherr.NotResumable,

@@ -261,7 +261,7 @@ func TestResumeListVsResume(t *testing.T) {
 					t.Errorf("Resume = %s, want %s", got, tt.resume)
 				}
 				var de *DescriptorError
-				if dsherr.CodeOf(err) == dsherr.DescriptorError && !errors.As(err, &de) {
+				if dsherr.CodeOf(err) == dsherr.DescriptorMalformed && !errors.As(err, &de) {
 					t.Errorf("%v does not wrap *DescriptorError", err)
 				}
 				if e.state() != before {

@@ -120,11 +120,11 @@ func SourceError(what string, err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), dsherr.CodeOf(err) != "":
 		return err
 	case errors.As(err, &refusal):
-		return dsherr.Wrap(dsherr.UnsupportedFmt, err, "%s", what)
+		return dsherr.Wrap(dsherr.UnsupportedFormat, err, "%s", what)
 	case errors.Is(err, dshformat.ErrNotFound):
 		return dsherr.Wrap(dsherr.NotFound, err, "%s", what)
 	case errors.Is(err, dshformat.ErrCorrupt):
 		return dsherr.Wrap(dsherr.InvalidLog, err, "%s", what)
 	}
-	return dsherr.Wrap(dsherr.StoreError, err, "%s", what)
+	return dsherr.Wrap(dsherr.StoreUnavailable, err, "%s", what)
 }

@@ -1,4 +1,4 @@
-package dshformat
+package jsjson
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/dsh-project/dsh/internal/jsjson"
 )
 
 // DSH parses every stored record with JSON.parse and writes it back with
@@ -26,20 +24,20 @@ const maxJSONDepth = 10000
 
 var errJSONDepth = errors.New("JSON nesting deeper than 10000 levels")
 
-// jsonSyntaxError reports malformed JSON text at a byte offset of the value
+// SyntaxError reports malformed JSON text at a byte offset of the value
 // being parsed.
-type jsonSyntaxError struct {
+type SyntaxError struct {
 	Offset int
 	Msg    string
 }
 
-func (e *jsonSyntaxError) Error() string {
+func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("invalid JSON at byte %d: %s", e.Offset, e.Msg)
 }
 
-// jsonMember is one member of a JSON object: its decoded key and the raw
+// Member is one member of a JSON object: its decoded key and the raw
 // text of its value.
-type jsonMember struct {
+type Member struct {
 	Key       string
 	Value     []byte
 	Canonical bool // Value is already in JSON.stringify form
@@ -62,7 +60,7 @@ func (p *parser) skipSpace(i int) int {
 	return i
 }
 
-func (p *parser) fail(i int, msg string) error { return &jsonSyntaxError{Offset: i, Msg: msg} }
+func (p *parser) fail(i int, msg string) error { return &SyntaxError{Offset: i, Msg: msg} }
 
 // value validates the value starting at b[i] (no leading whitespace) and
 // returns the offset just past it.
@@ -99,7 +97,7 @@ func (p *parser) literal(i int, lit string) (int, error) {
 
 // object validates an object; when members is non-nil every member is
 // appended to it (top level only, so nested members are not collected).
-func (p *parser) object(i, depth int, members *[]jsonMember) (int, error) {
+func (p *parser) object(i, depth int, members *[]Member) (int, error) {
 	if depth > maxJSONDepth {
 		return i, errJSONDepth
 	}
@@ -129,7 +127,7 @@ func (p *parser) object(i, depth int, members *[]jsonMember) (int, error) {
 			return i, err
 		}
 		if members != nil {
-			*members = append(*members, jsonMember{Key: unquote(key), Value: p.b[valStart:i], Canonical: p.canonical})
+			*members = append(*members, Member{Key: unquote(key), Value: p.b[valStart:i], Canonical: p.canonical})
 		}
 		p.canonical = outer && p.canonical
 		i = p.skipSpace(i)
@@ -339,12 +337,12 @@ func (p *parser) number(i int) (int, error) {
 // after JSON.parse (overflow becomes Infinity, which stringifies as null).
 func canonicalNumber(tok []byte) []byte {
 	f, _ := strconv.ParseFloat(string(tok), 64)
-	return jsjson.AppendFloat(nil, f)
+	return AppendFloat(nil, f)
 }
 
-// parseValue validates that b holds exactly one JSON value (surrounding
+// ParseValue validates that b holds exactly one JSON value (surrounding
 // whitespace allowed) and reports whether the value is canonical.
-func parseValue(b []byte) (value []byte, canonical bool, err error) {
+func ParseValue(b []byte) (value []byte, canonical bool, err error) {
 	p := parser{b: b, canonical: true}
 	start := p.skipSpace(0)
 	p.canonical = true
@@ -359,22 +357,22 @@ func parseValue(b []byte) (value []byte, canonical bool, err error) {
 	return b[start:end], canonical, nil
 }
 
-// errNotObject is returned by parseObject for valid JSON that is not an
+// ErrNotObject is returned by ParseObject for valid JSON that is not an
 // object.
-var errNotObject = errors.New("JSON value is not an object")
+var ErrNotObject = errors.New("JSON value is not an object")
 
-// parseObject validates that b holds exactly one JSON object and returns its
+// ParseObject validates that b holds exactly one JSON object and returns its
 // members in text order (duplicates included; callers resolve them).
-func parseObject(b []byte) ([]jsonMember, error) {
+func ParseObject(b []byte) ([]Member, error) {
 	p := parser{b: b, canonical: true}
 	i := p.skipSpace(0)
 	if i >= len(b) || b[i] != '{' {
-		if _, _, err := parseValue(b); err != nil {
+		if _, _, err := ParseValue(b); err != nil {
 			return nil, err
 		}
-		return nil, errNotObject
+		return nil, ErrNotObject
 	}
-	members := make([]jsonMember, 0, 8)
+	members := make([]Member, 0, 8)
 	end, err := p.object(i, 1, &members)
 	if err != nil {
 		return nil, err
@@ -385,9 +383,9 @@ func parseObject(b []byte) ([]jsonMember, error) {
 	return members, nil
 }
 
-// arrayElements splits an already validated JSON array into the raw text of
+// ArrayElements splits an already validated JSON array into the raw text of
 // its elements; ok is false when raw is not an array.
-func arrayElements(raw []byte) (elems [][]byte, ok bool) {
+func ArrayElements(raw []byte) (elems [][]byte, ok bool) {
 	if len(raw) == 0 || raw[0] != '[' {
 		return nil, false
 	}
@@ -398,15 +396,15 @@ func arrayElements(raw []byte) (elems [][]byte, ok bool) {
 	return elems, true
 }
 
-// lastMember returns the value of the last member named key, as JSON.parse
+// LastMember returns the value of the last member named key, as JSON.parse
 // keeps the last of duplicate keys.
-func lastMember(members []jsonMember, key string) (jsonMember, bool) {
+func LastMember(members []Member, key string) (Member, bool) {
 	for i := len(members) - 1; i >= 0; i-- {
 		if members[i].Key == key {
 			return members[i], true
 		}
 	}
-	return jsonMember{}, false
+	return Member{}, false
 }
 
 // unquote decodes a valid JSON string literal. Lone surrogates become U+FFFD,
@@ -422,28 +420,28 @@ func unquote(lit []byte) string {
 	return s
 }
 
-// isString reports whether raw is a JSON string literal.
-func isString(raw []byte) bool { return len(raw) >= 2 && raw[0] == '"' }
+// IsString reports whether raw is a JSON string literal.
+func IsString(raw []byte) bool { return len(raw) >= 2 && raw[0] == '"' }
 
-// stringValue returns the decoded string if raw is a string literal.
-func stringValue(raw []byte) (string, bool) {
-	if !isString(raw) {
+// StringValue returns the decoded string if raw is a string literal.
+func StringValue(raw []byte) (string, bool) {
+	if !IsString(raw) {
 		return "", false
 	}
 	return unquote(raw), true
 }
 
-// isNumber reports whether raw is a JSON number token.
-func isNumber(raw []byte) bool {
+// IsNumber reports whether raw is a JSON number token.
+func IsNumber(raw []byte) bool {
 	return len(raw) > 0 && (raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'))
 }
 
-// maxSafeInteger is Number.MAX_SAFE_INTEGER.
-const maxSafeInteger = 1<<53 - 1
+// MaxSafeInteger is Number.MAX_SAFE_INTEGER.
+const MaxSafeInteger = 1<<53 - 1
 
-// numberValue parses a JSON number token as JavaScript does.
-func numberValue(raw []byte) (float64, bool) {
-	if !isNumber(raw) {
+// NumberValue parses a JSON number token as JavaScript does.
+func NumberValue(raw []byte) (float64, bool) {
+	if !IsNumber(raw) {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)
@@ -453,19 +451,19 @@ func numberValue(raw []byte) (float64, bool) {
 	return f, true
 }
 
-// safeInteger parses raw as a JavaScript safe integer (Number.isSafeInteger).
+// SafeInteger parses raw as a JavaScript safe integer (Number.isSafeInteger).
 // negZero reports a -0, which some header fields reject.
-func safeInteger(raw []byte) (v int64, negZero, ok bool) {
-	f, ok := numberValue(raw)
-	if !ok || f != math.Trunc(f) || math.Abs(f) > maxSafeInteger {
+func SafeInteger(raw []byte) (v int64, negZero, ok bool) {
+	f, ok := NumberValue(raw)
+	if !ok || f != math.Trunc(f) || math.Abs(f) > MaxSafeInteger {
 		return 0, false, false
 	}
 	return int64(f), f == 0 && math.Signbit(f), true
 }
 
-// canonicalJSON returns the JSON.stringify form of an already validated
+// Canonical returns the JSON.stringify form of an already validated
 // value. Text that is canonical is returned as is.
-func canonicalJSON(raw []byte, canonical bool) []byte {
+func Canonical(raw []byte, canonical bool) []byte {
 	if canonical {
 		return raw
 	}
@@ -550,9 +548,9 @@ func stringEnd(b []byte, i int) int {
 	}
 }
 
-// appendStringLiteral appends a valid JSON string literal in JSON.stringify
+// AppendStringLiteral appends a valid JSON string literal in JSON.stringify
 // form, copying it when it already is (no escapes, valid UTF-8).
-func appendStringLiteral(dst, lit []byte) []byte {
+func AppendStringLiteral(dst, lit []byte) []byte {
 	if bytes.IndexByte(lit, '\\') < 0 && utf8.Valid(lit) {
 		return append(dst, lit...)
 	}
@@ -630,11 +628,11 @@ func appendCodeUnit(dst []byte, u rune) []byte {
 	}
 }
 
-// wellFormedUTF8 returns b with every ill-formed UTF-8 sequence replaced by
+// WellFormedUTF8 returns b with every ill-formed UTF-8 sequence replaced by
 // U+FFFD the way a WHATWG TextDecoder (Node's lenient decoding of JSONL
 // text) does: one replacement per maximal subpart. Valid input is returned
 // unchanged and not copied.
-func wellFormedUTF8(b []byte) []byte {
+func WellFormedUTF8(b []byte) []byte {
 	if utf8.Valid(b) {
 		return b
 	}
@@ -688,8 +686,8 @@ func maximalSubpart(b []byte) int {
 	return n
 }
 
-// unquoteIfString returns the decoded string, or "" when raw is not a string.
-func unquoteIfString(raw []byte) string {
-	s, _ := stringValue(raw)
+// UnquoteIfString returns the decoded string, or "" when raw is not a string.
+func UnquoteIfString(raw []byte) string {
+	s, _ := StringValue(raw)
 	return s
 }
