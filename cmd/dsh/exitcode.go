@@ -27,22 +27,22 @@ const (
 // exitCodes maps every coded error to its exit status. A code missing here
 // (added to dsherr later) exits with exitStore: dsh could not answer.
 var exitCodes = map[dsherr.Code]int{
-	dsherr.Cancelled:       exitCancelled,
-	dsherr.Usage:           exitUsage,
-	dsherr.InvalidInput:    exitUsage,
-	dsherr.NotFound:        exitUsage,
-	dsherr.NotResumable:    exitUsage,
-	dsherr.Unauthorized:    exitUsage,
-	dsherr.DuplicateChild:  exitUsage,
-	dsherr.AlreadyExists:   exitUsage,
-	dsherr.DepthExceeded:   exitUsage,
-	dsherr.NotDelivered:    exitConflict,
-	dsherr.StaleWriter:     exitConflict,
-	dsherr.StoreUnavailable:      exitStore,
-	dsherr.InvalidLog:      exitStore,
+	dsherr.Cancelled:           exitCancelled,
+	dsherr.Usage:               exitUsage,
+	dsherr.InvalidInput:        exitUsage,
+	dsherr.NotFound:            exitUsage,
+	dsherr.NotResumable:        exitUsage,
+	dsherr.Unauthorized:        exitUsage,
+	dsherr.DuplicateChild:      exitUsage,
+	dsherr.AlreadyExists:       exitUsage,
+	dsherr.DepthExceeded:       exitUsage,
+	dsherr.NotDelivered:        exitConflict,
+	dsherr.StaleWriter:         exitConflict,
+	dsherr.StoreUnavailable:    exitStore,
+	dsherr.InvalidLog:          exitStore,
 	dsherr.DescriptorMalformed: exitUsage, // resume refuses a child whose first own descriptor is malformed
-	dsherr.UnsupportedFormat:  exitStore,
-	dsherr.Internal:        exitStore,
+	dsherr.UnsupportedFormat:   exitStore,
+	dsherr.Internal:            exitStore,
 }
 
 // classify decides the stable code and exit status of err. started says
