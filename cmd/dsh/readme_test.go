@@ -1,0 +1,389 @@
+package main
+
+// TestReadmeExamples runs every shell example of README.md as printed, in
+// order, in one bash session, the way a new user would type them on a fresh
+// clone: a sandbox HOME and working directory, no ../shared, nothing
+// installed but Go. `dsh` is this test binary (testscript puts it on PATH)
+// until the Install block's `go install` and `export PATH=…` put the real
+// build first.
+//
+// Conventions for README authors (every ```sh block is run unless marked):
+//
+//   - Commands starting with `go` or `scripts/` run from the repository's
+//     root; everything else runs in the sandbox's working directory, with
+//     $HOME the sandbox home. What the examples read is prepared there by
+//     readmeSandbox (a DSH JSONL corpus in ~/.dsh/sessions, a DSH schema-17
+//     store ./sessions.db, prompt.txt, ~/src/app, $PARENT=demo-parent, the
+//     sessions 11111111-… and 33333333-…): add to it when a new example
+//     needs something a user would already have.
+//   - Every command must exit 0, unless the block is preceded by
+//     `<!-- readme-test: status 0,1 -->` (the statuses any of its commands
+//     may exit with: examples of checks that fail on purpose).
+//   - `<!-- readme-test: needs postgres -->` runs the block only when a
+//     PostgreSQL server answers (internal/pgtest: DSH_TEST_POSTGRES or
+//     127.0.0.1:5432), with DSH_DB naming a fresh, empty database of its own
+//     (dropped afterwards), in a subshell; otherwise the block is skipped
+//     with a message (and fails when CI=true or DSH_TEST_POSTGRES is set).
+//   - `<!-- readme-test: skip REASON -->` leaves a block out; the reason is
+//     logged. Use it only for what cannot run inside a test (go test ./...).
+//   - A block that uses jq is skipped, with a message, when jq is absent.
+//   - In the Guarantees section, `go test` commands run as printed and must
+//     run at least one test; with DSH_TORTURE set (runs of minutes) they are
+//     listed with go test -list instead of run, and `scripts/torture` is
+//     checked to parse and to know the flags given. A `go test` whose
+//     pattern matches no test fails.
+//
+// The marker is an HTML comment on the last non-blank line before the block,
+// so it does not show in the rendered README.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/pgtest"
+)
+
+// readmeBlock is one ```sh block of the README.
+type readmeBlock struct {
+	line       int      // README line of the first command
+	lines      []string // the commands, continuation lines joined
+	status     string   // allowed exit statuses, comma-separated
+	skip       string   // why the block is left out ("" to run it)
+	postgres   bool     // needs a PostgreSQL server
+	guarantees bool     // in the Guarantees section
+}
+
+var markerRE = regexp.MustCompile(`^<!--\s*readme-test:\s*(.*?)\s*-->$`)
+
+// readmeBlocks parses the shell blocks of a README.
+func readmeBlocks(t *testing.T, text string) []readmeBlock {
+	t.Helper()
+	var blocks []readmeBlock
+	var cur *readmeBlock
+	lastNonBlank, section := "", ""
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for n := 1; sc.Scan(); n++ {
+		raw := sc.Text()
+		line := strings.TrimSpace(raw)
+		if cur != nil {
+			if strings.HasPrefix(line, "```") {
+				blocks = append(blocks, *cur)
+				cur = nil
+				continue
+			}
+			if line == "" {
+				continue
+			}
+			if k := len(cur.lines); k > 0 && strings.HasSuffix(cur.lines[k-1], "\\") {
+				cur.lines[k-1] = strings.TrimSuffix(cur.lines[k-1], "\\") + " " + line
+				continue
+			}
+			if cur.line == 0 {
+				cur.line = n
+			}
+			cur.lines = append(cur.lines, line)
+			continue
+		}
+		if strings.HasPrefix(line, "## ") {
+			section = line
+		}
+		if line == "```sh" || line == "```bash" {
+			cur = &readmeBlock{status: "0", guarantees: section == "## Guarantees"}
+			if m := markerRE.FindStringSubmatch(lastNonBlank); m != nil {
+				switch f := strings.Fields(m[1]); {
+				case len(f) == 2 && f[0] == "status":
+					cur.status = f[1]
+				case len(f) >= 2 && f[0] == "skip":
+					cur.skip = strings.Join(f[1:], " ")
+				case len(f) == 2 && f[0] == "needs" && f[1] == "postgres":
+					cur.postgres = true
+				default:
+					t.Fatalf("README line %d: unknown marker %q", n-1, lastNonBlank)
+				}
+			}
+			continue
+		}
+		if line != "" {
+			lastNonBlank = line
+		}
+	}
+	if cur != nil {
+		t.Fatalf("README: the block opened before line %d is never closed", cur.line)
+	}
+	return blocks
+}
+
+// readmeShellPrelude is the bash set-up before the README's commands:
+// failures are collected, not fatal, so one run reports every broken
+// example; the Guarantees helpers replace go and scripts/torture there.
+const readmeShellPrelude = `set -o pipefail
+readme_failed=0
+readme_check() { # status line allowed
+	case ",$3," in
+	*",$1,"*) ;;
+	*) echo "README-TEST: README line $2 exited with status $1, want $3" >&2; readme_failed=1 ;;
+	esac
+}
+readme_at_root() { (cd "$README_REPO" && "$@"); }
+# go test in the Guarantees section: run it and require a test to have run,
+# or, for the torture runs (DSH_TORTURE), list the tests it would run.
+readme_go_test() {
+	local out pat="" pkgs=() args=("$@")
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		-run) pat="$2"; shift 2 ;;
+		-run=*) pat="${1#-run=}"; shift ;;
+		-*) shift ;;
+		*) pkgs+=("$1"); shift ;;
+		esac
+	done
+	if [ -n "${DSH_TORTURE:-}" ]; then
+		out=$(command go test -list "${pat%%/*}" "${pkgs[@]}" 2>&1) || { echo "$out" >&2; return 1; }
+		if ! grep -qE '^(Test|Fuzz)' <<<"$out"; then
+			echo "README-TEST: go test -list ${pat%%/*} ${pkgs[*]}: no test" >&2
+			return 1
+		fi
+		return 0
+	fi
+	out=$(command go test "${args[@]}" 2>&1)
+	local st=$?
+	echo "$out"
+	if grep -qE 'no tests to run|no test files' <<<"$out"; then
+		echo "README-TEST: go test ${args[*]}: runs no test" >&2
+		return 1
+	fi
+	return $st
+}
+readme_torture() {
+	local script="$README_REPO/scripts/torture"
+	bash -n "$script" || return 1
+	local a
+	for a in "$@"; do
+		case "$a" in
+		--*) grep -q -- "$a)" "$script" || { echo "README-TEST: scripts/torture does not know $a" >&2; return 1; } ;;
+		esac
+	done
+	out=$(cd "$README_REPO" && command go test -list '^Fuzz' ./... 2>&1) || { echo "$out" >&2; return 1; }
+	grep -q '^Fuzz' <<<"$out" || { echo "README-TEST: no fuzz target for scripts/torture" >&2; return 1; }
+}
+`
+
+// readmeCommand is one README command as the generated script runs it: the
+// text unchanged, run from the repository's root when it is a go or
+// scripts/ command, and in the Guarantees section through the helpers that
+// make sure it runs a test.
+func readmeCommand(line string, b readmeBlock) string {
+	if m := guaranteeGoTestRE.FindStringSubmatch(line); b.guarantees && m != nil {
+		return m[1] + "readme_at_root readme_go_test" + m[2]
+	}
+	if m := guaranteeTortureRE.FindStringSubmatch(line); b.guarantees && m != nil {
+		return "readme_torture" + m[1]
+	}
+	if rootCommandRE.MatchString(line) {
+		// On lines of their own, so that a trailing comment ends with
+		// its line, not with the subshell.
+		return "(cd \"$README_REPO\" && {\n" + line + "\n})"
+	}
+	return line
+}
+
+var (
+	guaranteeGoTestRE  = regexp.MustCompile(`^((?:[A-Z_][A-Z0-9_]*=\S*\s+)*)go test\b(.*)$`)
+	guaranteeTortureRE = regexp.MustCompile(`^scripts/torture\b(.*)$`)
+	rootCommandRE      = regexp.MustCompile(`^(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:go\s|scripts/)`)
+)
+
+// readmeNestedEnv is set in the README's sandbox: a go test run from an
+// example must never run the README again.
+const readmeNestedEnv = "DSH_README_TEST_NESTED"
+
+func TestReadmeExamples(t *testing.T) {
+	if os.Getenv(readmeNestedEnv) != "" {
+		t.Skip("run from a README example")
+	}
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := readmeBlocks(t, string(text))
+	if len(blocks) < 10 {
+		t.Fatalf("found %d shell blocks in README.md; the parser is broken", len(blocks))
+	}
+	env := readmeSandbox(t, repo)
+	_, jqErr := exec.LookPath("jq")
+
+	var script strings.Builder
+	script.WriteString(readmeShellPrelude)
+	ran := 0
+	for _, b := range blocks {
+		usesJQ := false
+		for _, l := range b.lines {
+			usesJQ = usesJQ || regexp.MustCompile(`\|\s*jq\b`).MatchString(l)
+		}
+		switch {
+		case b.skip != "":
+			t.Logf("README line %d: block not run: %s", b.line, b.skip)
+			continue
+		case usesJQ && jqErr != nil:
+			t.Run(fmt.Sprintf("line%d", b.line), func(t *testing.T) { t.Skipf("README line %d uses jq, which is not installed", b.line) })
+			continue
+		case b.postgres:
+			url, perr := pgtest.Probe()
+			if perr != nil {
+				if pgtest.Required() {
+					t.Fatalf("README line %d needs PostgreSQL: %v", b.line, perr)
+				}
+				t.Run(fmt.Sprintf("line%d", b.line), func(t *testing.T) {
+					t.Skipf("README line %d needs a PostgreSQL server: %v", b.line, perr)
+				})
+				continue
+			}
+			_ = url
+			fmt.Fprintf(&script, "(\nexport DSH_DB=%q\n", pgtest.NewDatabase(t))
+		}
+		for i, l := range b.lines {
+			if strings.HasPrefix(l, "#") {
+				continue
+			}
+			fmt.Fprintf(&script, "%s\nreadme_check $? %d %q\n", readmeCommand(l, b), b.line+i, b.status)
+			ran++
+		}
+		if b.postgres {
+			script.WriteString("exit $readme_failed\n) || readme_failed=1\n")
+		}
+	}
+	script.WriteString("exit $readme_failed\n")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script.String())
+	// The whole session is one process group, so a timeout kills what the
+	// examples started too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Dir = filepath.Join(env.root, "work")
+	cmd.Env = env.vars
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	var failures []string
+	for l := range strings.Lines(out.String()) {
+		if strings.HasPrefix(l, "README-TEST: ") {
+			failures = append(failures, strings.TrimSpace(strings.TrimPrefix(l, "README-TEST: ")))
+		}
+	}
+	if err != nil || len(failures) > 0 {
+		tail := out.String()
+		if len(tail) > 8000 {
+			tail = "…" + tail[len(tail)-8000:]
+		}
+		t.Errorf("README examples failed (%v):\n%s\n\noutput:\n%s", err, strings.Join(failures, "\n"), tail)
+	}
+	t.Logf("ran %d README commands", ran)
+}
+
+// readmeEnv is the sandbox the README's examples run in.
+type readmeEnv struct {
+	root string   // holds home/, work/, gopath/
+	vars []string // the environment of the bash session
+}
+
+// readmeSandbox prepares what the README's examples assume a user has (see
+// the conventions above) and the environment they run with: only PATH and
+// Go's caches come from the test's environment, so no DSH_* setting of the
+// developer's leaks in.
+func readmeSandbox(t *testing.T, repo string) readmeEnv {
+	t.Helper()
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	work := filepath.Join(root, "work")
+	for _, d := range []string{filepath.Join(home, "src", "app"), filepath.Join(work, "testdata"), filepath.Join(root, "gopath")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goEnv := func(name string) string {
+		out, err := exec.Command("go", "env", name).Output()
+		if err != nil {
+			t.Fatalf("go env %s: %v", name, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	vars := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"GOPATH=" + filepath.Join(root, "gopath"),
+		"GOCACHE=" + goEnv("GOCACHE"),
+		"GOMODCACHE=" + goEnv("GOMODCACHE"),
+		"GOFLAGS=" + os.Getenv("GOFLAGS"),
+		"GOTOOLCHAIN=local",
+		"README_REPO=" + repo,
+		"PARENT=demo-parent",
+		readmeNestedEnv + "=1",
+	}
+	for _, name := range []string{"GOPROXY", "GONOSUMDB", "GOPRIVATE", "CI", pgtest.EnvURL} {
+		if v, ok := os.LookupEnv(name); ok {
+			vars = append(vars, name+"="+v)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(work, "prompt.txt"), []byte("Review the attached notes and list what is missing.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// A DSH JSONL corpus in ~/.dsh/sessions with the sessions the examples
+	// name by id, already imported into the default database once (as a
+	// user who has run the import example before would have it).
+	dsh := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("dsh", args...)
+		cmd.Dir, cmd.Env = work, vars
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("sandbox: dsh %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	const parent, child = "11111111-1111-4111-8111-111111111111", "33333333-3333-4333-8333-333333333333"
+	scratch := "--db=" + filepath.Join(root, "scratch.db")
+	corpus := filepath.Join(home, ".dsh", "sessions")
+	dsh(scratch, "session", "new", "--id", parent, "--cwd", filepath.Join(home, "src", "app"))
+	dsh(scratch, "start", "--parent", parent, "--id", child, "--label", "notes", "--message", "Read the notes.")
+	dsh(scratch, "export", "--to", corpus, "--all")
+	dsh("import", "jsonl:"+corpus)
+
+	// An empty DSH schema-17 store, as DSH's SQLite persistence creates it.
+	db, err := sql.Open("sqlite", filepath.Join(work, "sessions.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// DSH's DDL as DSH writes it (the reader compares it, whitespace
+	// collapsed).
+	for _, stmt := range []string{
+		"CREATE TABLE persistence_state (\n  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),\n  store_id  TEXT NOT NULL\n) STRICT",
+		"CREATE TABLE sessions (\n  id               TEXT PRIMARY KEY,\n  version          INTEGER NOT NULL,\n  created_at       INTEGER NOT NULL,\n  cwd              TEXT,\n  parent_session   TEXT,\n  seed_length      INTEGER,\n  origin           TEXT,\n  delegation_depth INTEGER,\n  agent_preset     TEXT,\n  incarnation      TEXT NOT NULL,\n  revision         INTEGER NOT NULL\n) STRICT",
+		"CREATE TABLE events (\n  session_id        TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,\n  seq               INTEGER NOT NULL,\n  type              TEXT NOT NULL,\n  time              INTEGER NOT NULL,\n  data              ANY NOT NULL,\n  source_event_seqs ANY,\n  surface_op        TEXT,\n  ignorable         INTEGER CHECK (ignorable IS NULL OR ignorable IN (0, 1)),\n  PRIMARY KEY (session_id, seq)\n) STRICT",
+		"INSERT INTO persistence_state (singleton, store_id) VALUES (1, '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b')",
+		"PRAGMA application_id = 1146308688",
+		"PRAGMA user_version = 17",
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatalf("sandbox DSH store: %s: %v", stmt, err)
+		}
+	}
+	return readmeEnv{root: root, vars: vars}
+}
