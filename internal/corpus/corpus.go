@@ -127,14 +127,21 @@ func (c *Corpus) Children(ctx context.Context, parent string) ([]Record, error) 
 // (whose persisted children the query did not cover) is asked for its
 // children one at a time.
 func (c *Corpus) Descendants(ctx context.Context, root string) ([]Record, error) {
+	kids, err := c.subtree(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	return c.DescendantsWithin(ctx, root, kids)
+}
+
+// DescendantsWithin is Descendants over a subtree the caller read itself:
+// a node kids does not cover (nil kids: none) is asked for its children
+// with ChildrenOf.
+func (c *Corpus) DescendantsWithin(ctx context.Context, root string, kids Subtree) ([]Record, error) {
 	type frame struct {
 		node   session.Header
 		parent string
 		depth  int
-	}
-	kids, err := c.subtree(ctx, root)
-	if err != nil {
-		return nil, err
 	}
 	visited := map[string]bool{root: true}
 	var stack []frame
@@ -182,17 +189,14 @@ func (c *Corpus) Descendants(ctx context.Context, root string) ([]Record, error)
 
 // subtree reads the persisted tree below root in one query when the header
 // source can, as each covered node's persisted children; nil otherwise.
-func (c *Corpus) subtree(ctx context.Context, root string) (map[string][]session.Header, error) {
+func (c *Corpus) subtree(ctx context.Context, root string) (Subtree, error) {
 	src, ok := c.headers.(SubtreeSource)
 	if !ok {
 		return nil, nil
 	}
-	kids := map[string][]session.Header{root: nil}
+	kids := NewSubtree(root)
 	err := src.SubtreeOf(ctx, root, func(h session.Header) error {
-		kids[h.Parent()] = append(kids[h.Parent()], h)
-		if _, seen := kids[h.ID]; !seen {
-			kids[h.ID] = nil
-		}
+		kids.Add(h)
 		return nil
 	})
 	if err != nil {
@@ -201,9 +205,24 @@ func (c *Corpus) subtree(ctx context.Context, root string) (map[string][]session
 	return kids, nil
 }
 
+// Subtree is a persisted subtree read at once: root and every session
+// below it, each mapped to its persisted children (in any order).
+type Subtree map[string][]session.Header
+
+// NewSubtree starts the subtree of root.
+func NewSubtree(root string) Subtree { return Subtree{root: nil} }
+
+// Add records h as a node of the subtree and a child of its parent.
+func (t Subtree) Add(h session.Header) {
+	t[h.Parent()] = append(t[h.Parent()], h)
+	if _, seen := t[h.ID]; !seen {
+		t[h.ID] = nil
+	}
+}
+
 // childNodesFrom is childNodes answered from a subtree read when it covers
 // parent.
-func (c *Corpus) childNodesFrom(ctx context.Context, kids map[string][]session.Header, parent string) ([]node, error) {
+func (c *Corpus) childNodesFrom(ctx context.Context, kids Subtree, parent string) ([]node, error) {
 	persisted, covered := kids[parent]
 	if !covered {
 		return c.childNodes(ctx, parent)

@@ -23,19 +23,39 @@ type ListedChild struct {
 // by key, the witness compared in SQL. The caller re-sorts createdAt ties
 // by JavaScript localeCompare (corpus.SortHeaders), as for ChildrenOf.
 func (s *Store) ChildListing(ctx context.Context, parent string, fn func(ListedChild) error) error {
-	const what = "list the children of a session"
-	rows, err := s.Querier().QueryContext(ctx, `SELECT s.id, s.version, s.created_at, s.cwd, s.parent_session,
-			s.seed_length, s.origin, s.delegation_depth, s.agent_preset,
-			EXISTS (SELECT 1 FROM sessions g WHERE g.parent_session = s.id AND g.origin = 'subagent'),
-			c.rows
-		FROM sessions s
-		LEFT JOIN projection_checkpoints c ON c.session_id = s.id
-			AND c.version = s.version AND c.created_at = s.created_at AND c.cwd IS s.cwd
-			AND c.parent_session IS s.parent_session AND c.seed_length IS s.seed_length
-			AND c.origin IS s.origin AND c.delegation_depth IS s.delegation_depth
-			AND c.agent_preset IS s.agent_preset
+	return s.eachListed(ctx, fn, "list the children of a session", `SELECT `+listedColumns+` FROM sessions s `+listedCheckpoint+`
 		WHERE s.parent_session = ? AND s.origin = 'subagent'
 		ORDER BY s.created_at, s.id`, parent)
+}
+
+// SubtreeListing is SubtreeOf with each session's hasChildren and
+// witness-matched checkpoint record, as ChildListing gives them, in one
+// recursive query: every session reachable from root by parent links, of
+// any origin, in no particular order.
+func (s *Store) SubtreeListing(ctx context.Context, root string, fn func(ListedChild) error) error {
+	return s.eachListed(ctx, fn, "list the descendants of a session", `WITH RECURSIVE tree(id) AS (
+			SELECT id FROM sessions WHERE parent_session = ?
+			UNION SELECT t.id FROM sessions t JOIN tree ON t.parent_session = tree.id)
+		SELECT `+listedColumns+` FROM sessions s `+listedCheckpoint+`
+		WHERE s.id IN (SELECT id FROM tree)`, root)
+}
+
+// listedColumns are a header, hasChildren and the record text, for
+// eachListed; listedCheckpoint joins the record whose witness is the header.
+const (
+	listedColumns = `s.id, s.version, s.created_at, s.cwd, s.parent_session,
+		s.seed_length, s.origin, s.delegation_depth, s.agent_preset,
+		EXISTS (SELECT 1 FROM sessions g WHERE g.parent_session = s.id AND g.origin = 'subagent'),
+		c.rows`
+	listedCheckpoint = `LEFT JOIN projection_checkpoints c ON c.session_id = s.id
+		AND c.version = s.version AND c.created_at = s.created_at AND c.cwd IS s.cwd
+		AND c.parent_session IS s.parent_session AND c.seed_length IS s.seed_length
+		AND c.origin IS s.origin AND c.delegation_depth IS s.delegation_depth
+		AND c.agent_preset IS s.agent_preset`
+)
+
+func (s *Store) eachListed(ctx context.Context, fn func(ListedChild) error, what, query string, args ...any) error {
+	rows, err := s.Querier().QueryContext(ctx, query, args...)
 	if err != nil {
 		return s.storeError(err, what)
 	}

@@ -103,7 +103,13 @@ func (l *Lister) ResolveChildren(ctx context.Context, parent string) ([]Resoluti
 
 // ResolveDescendants is ListDescendants with resolutions.
 func (l *Lister) ResolveDescendants(ctx context.Context, root string) ([]Resolution, error) {
-	return l.resolve(ctx, func(c *corpus.Corpus, _ corpus.HeaderSource) ([]corpus.Record, []storedRecord, error) {
+	return l.resolve(ctx, func(c *corpus.Corpus, headers corpus.HeaderSource) ([]corpus.Record, []storedRecord, error) {
+		if src, ok := headers.(SubtreeListingSource); ok && l.Cache != nil && !c.HasLive() {
+			// As for children: a failing checkpoint read is no verdict.
+			if recs, stored, err := listStoredTree(ctx, c, src, root); err == nil || ctx.Err() != nil {
+				return recs, stored, err
+			}
+		}
 		recs, err := c.Descendants(ctx, root)
 		return recs, nil, err
 	}, true)

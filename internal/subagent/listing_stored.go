@@ -16,6 +16,39 @@ type ChildListingSource interface {
 	ChildListing(ctx context.Context, parent string, fn func(sqlitepersist.ListedChild) error) error
 }
 
+// SubtreeListingSource is ChildListingSource for a whole tree: every
+// session below root, of any origin, with its hasChildren and its
+// witness-matched checkpoint record, in one query.
+type SubtreeListingSource interface {
+	SubtreeListing(ctx context.Context, root string, fn func(sqlitepersist.ListedChild) error) error
+}
+
+// listStoredTree enumerates root's descendants as Descendants does (nothing
+// being live), from one subtree read that also brings their checkpoints.
+func listStoredTree(ctx context.Context, c *corpus.Corpus, src SubtreeListingSource, root string) ([]corpus.Record, []storedRecord, error) {
+	tree := corpus.NewSubtree(root)
+	rows := map[string][]byte{}
+	err := src.SubtreeListing(ctx, root, func(c sqlitepersist.ListedChild) error {
+		tree.Add(c.Header)
+		if c.Checkpoint != nil {
+			rows[c.Header.ID] = c.Checkpoint
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	recs, err := c.DescendantsWithin(ctx, root, tree)
+	if err != nil {
+		return nil, nil, err
+	}
+	stored := make([]storedRecord, len(recs))
+	for i, r := range recs {
+		stored[i] = storedRecord{rows: rows[r.Header.ID]}
+	}
+	return recs, stored, nil
+}
+
 // storedRecord is a candidate's checkpoint as read with its header.
 type storedRecord struct {
 	rows []byte // nil: no record of this lifecycle

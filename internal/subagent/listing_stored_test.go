@@ -16,9 +16,10 @@ import (
 // listing takes its general path (ChildrenOf, SubagentParents, LookupMany).
 type headersOnly struct{ corpus.HeaderSource }
 
-// The one-query children listing (ChildListing) resolves every candidate
-// exactly as the general path does, rung included, on a corpus of every
-// kind of child with a filled cache and with an emptied one.
+// The one-query listings (ChildListing, SubtreeListing) resolve every
+// candidate exactly as the general path does, rung and placement included,
+// on a corpus of every kind of child (forks of forks too) with a filled
+// cache and with an emptied one.
 func TestChildListingResolvesAsTheGeneralPath(t *testing.T) {
 	ctx := context.Background()
 	for _, spec := range []gencorpus.Spec{
@@ -37,22 +38,30 @@ func TestChildListingResolvesAsTheGeneralPath(t *testing.T) {
 		general := subagent.NewStoreLister(st, st, 0)
 		general.Headers = headersOnly{st}
 		general.Snapshot = nil
-		want, err := general.ResolveChildren(ctx, gencorpus.DefaultParent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := fast.ResolveChildren(ctx, gencorpus.DefaultParent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != spec.Children || len(got) != len(want) {
-			t.Fatalf("%d resolutions, general path %d, want %d", len(got), len(want), spec.Children)
-		}
 		rungs := map[subagent.Rung]int{}
-		for i := range got {
-			rungs[got[i].Rung]++
-			if !reflect.DeepEqual(got[i].Row, want[i].Row) || got[i].Rung != want[i].Rung {
-				t.Errorf("candidate %d: %+v (rung %s), general path %+v (rung %s)", i, got[i].Row, got[i].Rung, want[i].Row, want[i].Rung)
+		for _, scope := range []string{"children", "descendants"} {
+			resolve := func(l *subagent.Lister) ([]subagent.Resolution, error) {
+				if scope == "descendants" {
+					return l.ResolveDescendants(ctx, gencorpus.DefaultParent)
+				}
+				return l.ResolveChildren(ctx, gencorpus.DefaultParent)
+			}
+			want, err := resolve(general)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := resolve(fast)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) < spec.Children || len(got) != len(want) {
+				t.Fatalf("%s: %d resolutions, general path %d, want at least %d", scope, len(got), len(want), spec.Children)
+			}
+			for i := range got {
+				rungs[got[i].Rung]++
+				if !reflect.DeepEqual(got[i].Row, want[i].Row) || got[i].Rung != want[i].Rung {
+					t.Errorf("%s candidate %d: %+v (rung %s), general path %+v (rung %s)", scope, i, got[i].Row, got[i].Rung, want[i].Row, want[i].Rung)
+				}
 			}
 		}
 		if !spec.NoCheckpoints && rungs[subagent.RungCache] == 0 || rungs[subagent.RungRead] == 0 {
