@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
-	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
@@ -68,7 +68,7 @@ func runCacheStats(ctx context.Context, a *app, p *render.Printer) (err error) {
 		return err
 	}
 	defer closeStore(s, &err)
-	var st projcache.Stats
+	var st checkpoint.Stats
 	err = s.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
 		cp := subagent.StoreCheckpoints(view)
 		st, err = cp.Cache.Stats(ctx, cp.Header)
@@ -113,7 +113,7 @@ type cacheFindingView struct {
 	Reason  string `json:"reason"`
 }
 
-func findingView(f projcache.Finding) cacheFindingView {
+func findingView(f checkpoint.Finding) cacheFindingView {
 	return cacheFindingView{Session: f.SessionID, Unit: f.Key, Kind: string(f.Kind), Reason: f.Reason}
 }
 
@@ -124,7 +124,7 @@ var cacheFindingColumns = []render.Column[cacheFindingView]{
 	{Header: "REASON", Value: func(f cacheFindingView) string { return f.Reason }},
 }
 
-func printFindings(p *render.Printer, findings []projcache.Finding) error {
+func printFindings(p *render.Printer, findings []checkpoint.Finding) error {
 	l := render.NewList(p, cacheFindingColumns)
 	for _, f := range findings {
 		if err := l.Add(findingView(f)); err != nil {
@@ -137,7 +137,7 @@ func printFindings(p *render.Printer, findings []projcache.Finding) error {
 // checkCacheIDs refuses, before anything is done, an id that names neither
 // a session nor a record (NOT_FOUND, as every command reports an unknown
 // id). A record whose session is gone is a valid target: rebuild removes it.
-func checkCacheIDs(ctx context.Context, s *sqlitepersist.Store, c *projcache.Cache, ids []string) error {
+func checkCacheIDs(ctx context.Context, s *sqlitepersist.Store, c *checkpoint.Cache, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -194,7 +194,7 @@ func cacheTargets(cmd *cobra.Command, args []string, all bool) ([]string, error)
 		return nil, dsherr.New(dsherr.Usage, "%s: give session ids or --all", cmd.CommandPath())
 	}
 	if all {
-		return nil, nil // nil, not empty: projcache reads nil as "every record"
+		return nil, nil // nil, not empty: the checkpoint cache reads nil as "every record"
 	}
 	for _, id := range args {
 		if err := checkSessionID(cmd.CommandPath(), id); err != nil {
@@ -230,7 +230,7 @@ func runCacheVerify(ctx context.Context, a *app, p *render.Printer, ids []string
 		return err
 	}
 	defer closeStore(s, &err)
-	var rep projcache.VerifyReport
+	var rep checkpoint.VerifyReport
 	var step func(int)
 	finish := func() {}
 	err = s.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/gencorpus"
 	"github.com/dsh-project/dsh/internal/render"
-	"github.com/dsh-project/dsh/scripts/gencorpus"
 )
 
 // newDevCmd holds commands for dsh's own development (benchmark corpora);

@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
-	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/subagent"
 	"github.com/dsh-project/dsh/internal/transfer"
 )
@@ -84,7 +84,7 @@ func (s *sourceFlags) open(ctx context.Context, a *app) (*corpusReader, error) {
 // from DSH's projection cache file (none without --source-cache).
 type sourceCorpus struct {
 	*dshformat.Corpus
-	*projcache.MemoryRecords
+	*checkpoint.MemoryRecords
 }
 
 // openSource opens --source read-only. Files that do not yield a session
@@ -113,7 +113,7 @@ func (s *sourceFlags) openSource(ctx context.Context, a *app) (_ *corpusReader, 
 	if problems := src.Problems(); len(problems) > 0 {
 		a.warn(fmt.Sprintf("%s: %d session file(s) skipped, first: %v", loc, len(problems), problems[0].Err))
 	}
-	sc := sourceCorpus{Corpus: c, MemoryRecords: projcache.NewMemoryRecords()}
+	sc := sourceCorpus{Corpus: c, MemoryRecords: checkpoint.NewMemoryRecords()}
 	what := "--source-cache"
 	var (
 		file  *dshformat.ProjcacheFile

@@ -173,7 +173,7 @@ type Leaser interface {
 }
 
 // CheckpointReader reads stored projection checkpoints. The backend stores
-// records; their format and the rules for using them belong to projcache.
+// records; their format and the rules for using them belong to package checkpoint.
 type CheckpointReader interface {
 	// Checkpoint returns session id's record; found is false when there
 	// is none.
@@ -194,7 +194,7 @@ type CheckpointReader interface {
 type CheckpointWriter interface {
 	// PutCheckpoint replaces the record of rec.Witness.ID as a whole (no
 	// field of an older record survives). The backend does not check the
-	// rows; projcache does before it calls.
+	// rows; package checkpoint does before it calls.
 	PutCheckpoint(ctx context.Context, rec CheckpointRecord) error
 	// DeleteCheckpoint removes id's record; a missing record is not an
 	// error.

@@ -264,13 +264,13 @@ type Unoffered struct {
 }
 
 // CheckpointRecord is one stored projection checkpoint. The backend keeps
-// it whole; projcache decides what it means.
+// it whole; package checkpoint decides what it means.
 type CheckpointRecord struct {
 	// Witness is the header the rows were folded from; Witness.ID is the
 	// session the record belongs to. Absent optional fields stay absent.
 	Witness session.Header
 	// AsOfSeq is the last durable event seq the rows cover (-1: none).
 	AsOfSeq int64
-	// Rows is projcache's encoding of the unit rows, stored as given.
+	// Rows is package checkpoint's encoding of the unit rows, stored as given.
 	Rows []byte
 }

@@ -8,9 +8,9 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/gencorpus"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/scripts/benchfloor/floor"
-	"github.com/dsh-project/dsh/scripts/gencorpus"
 )
 
 var (

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
-	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
@@ -354,9 +354,9 @@ func (a *auditor) checkCache(ctx context.Context, s *sessionAudit, log *backend.
 			return err
 		}
 		switch look.Status {
-		case projcache.Foreign:
+		case checkpoint.Foreign:
 			reportForeign(s, look.Reason)
-		case projcache.Poisoned:
+		case checkpoint.Poisoned:
 			reportPoisoned(s, look.Reason)
 		}
 		return nil
@@ -374,11 +374,11 @@ func (a *auditor) checkCache(ctx context.Context, s *sessionAudit, log *backend.
 	}
 	for _, f := range rep.Findings {
 		switch f.Kind {
-		case projcache.KindForeign:
+		case checkpoint.KindForeign:
 			reportForeign(s, f.Reason)
-		case projcache.KindPoisoned:
+		case checkpoint.KindPoisoned:
 			reportPoisoned(s, f.Reason)
-		case projcache.KindMismatch, projcache.KindAhead, projcache.KindUnitFailed:
+		case checkpoint.KindMismatch, checkpoint.KindAhead, checkpoint.KindUnitFailed:
 			s.add(CacheStale, nil, "the projection checkpoint disagrees with a fold of the log (unit %q: %s)%s", f.Key, f.Reason, served)
 		}
 	}

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dsherr"
-	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
@@ -120,7 +120,7 @@ type auditor struct {
 	emit    func(Report) error
 	lister  *subagent.Lister
 	corpus  *corpus.Corpus
-	cache   *projcache.Cache
+	cache   *checkpoint.Cache
 	leases  leaseIndex
 	summary Summary
 	// shown counts the findings emitted; once it reaches MaxFindings,
@@ -147,7 +147,7 @@ func newAuditor(ctx context.Context, view Corpus, opts Options, emit func(Report
 	// One connection serves the whole snapshot, so parallel cold reads
 	// would only queue behind each other.
 	reg := subagent.NewRegistry()
-	cache := projcache.NewCache(view, reg)
+	cache := checkpoint.NewCache(view, reg)
 	lister := subagent.NewLister(view, live, subagent.CacheIdentities{Cache: cache}, 1)
 	c, err := corpus.Load(ctx, view, live)
 	if err != nil {

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"math"
 
+	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dshformat"
-	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -29,7 +29,7 @@ func NewCorpusLister(c *dshformat.Corpus, cache *dshformat.ProjcacheFile, coldCo
 // other record or row is a miss.
 type ProjcacheIdentities struct {
 	File  *dshformat.ProjcacheFile
-	Units *projcache.Registry
+	Units *checkpoint.Registry
 }
 
 // CachedSubagentViews implements IdentityCache without any I/O.
@@ -47,7 +47,7 @@ func (c ProjcacheIdentities) CachedSubagentViews(ctx context.Context, headers []
 		if !ok || row.Ver > math.MaxInt {
 			continue
 		}
-		values, _ := c.Units.ViewCheckpoint(projcache.Checkpoint{UnitKey: {Ver: int(row.Ver), Seq: row.Seq, Val: row.Val}})
+		values, _ := c.Units.ViewCheckpoint(checkpoint.Checkpoint{UnitKey: {Ver: int(row.Ver), Seq: row.Seq, Val: row.Val}})
 		if v, ok := values[UnitKey]; ok {
 			views[h.ID] = v
 		}

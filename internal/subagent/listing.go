@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dsherr"
-	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -57,7 +57,7 @@ type Lister struct {
 	Cache   IdentityCache // nil: no rung 2
 	// Units is the projection registry folded over a cold child's log; it
 	// must have the `subagent` unit registered (see NewRegistry).
-	Units *projcache.Registry
+	Units *checkpoint.Registry
 	// ColdConcurrency bounds concurrent cold reads (default 4).
 	ColdConcurrency int
 	// Snapshot, when set, runs the enumeration (live records, candidate

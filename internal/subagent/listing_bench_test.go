@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/gencorpus"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 	"github.com/dsh-project/dsh/scripts/benchfloor/floor"
-	"github.com/dsh-project/dsh/scripts/gencorpus"
 )
 
 // Benchmark corpus: the mix at a size a benchmark run can generate

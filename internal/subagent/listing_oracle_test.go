@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/jsjson"
-	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -103,7 +103,7 @@ func importOracle(t *testing.T, open func(context.Context) (dshformat.Source, er
 		t.Fatal(err)
 	}
 	reg := subagent.NewRegistry()
-	cache := projcache.NewCache(st, reg)
+	cache := checkpoint.NewCache(st, reg)
 	for _, h := range headers {
 		s, err := src.Read(ctx, h.ID)
 		if err != nil {

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/gencorpus"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
-	"github.com/dsh-project/dsh/scripts/gencorpus"
 )
 
 // headersOnly hides every optional capability of a header source, so the

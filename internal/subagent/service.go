@@ -7,15 +7,15 @@ import (
 	"fmt"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
-	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
 // NewRegistry returns the projection registry dsh folds: the `subagent`
 // identity unit.
-func NewRegistry() *projcache.Registry {
-	reg := projcache.NewRegistry()
+func NewRegistry() *checkpoint.Registry {
+	reg := checkpoint.NewRegistry()
 	if err := RegisterUnit(reg); err != nil {
 		// Registering one unit into an empty registry cannot conflict.
 		panic(fmt.Sprintf("register subagent unit: %v", err))
@@ -69,7 +69,7 @@ func NewLister(r ListingReader, live corpus.LiveSource, cache IdentityCache, col
 // (live is typically the backend itself).
 func NewStoreLister(store ListingStore, live corpus.LiveSource, coldConcurrency int) *Lister {
 	l := NewLister(store, live, nil, coldConcurrency)
-	l.Cache = CacheIdentities{projcache.NewCache(store, l.Units)}
+	l.Cache = CacheIdentities{checkpoint.NewCache(store, l.Units)}
 	l.Snapshot = func(ctx context.Context, headers corpus.HeaderSource, live corpus.LiveSource, fn func(corpus.HeaderSource, corpus.LiveSource) error) error {
 		return store.View(ctx, func(view backend.Store) error {
 			// Bind this store's own headers and leases to the read; any
@@ -131,7 +131,7 @@ func (c batchColdReader) ColdReadMany(ctx context.Context, ids []string, types [
 // CacheIdentities serves rung 2 from dsh's checkpoint cache: the `subagent`
 // view of every record that matches its header's lifecycle and the unit's
 // state version.
-type CacheIdentities struct{ Cache *projcache.Cache }
+type CacheIdentities struct{ Cache *checkpoint.Cache }
 
 // CachedSubagentViews implements IdentityCache with one query.
 func (c CacheIdentities) CachedSubagentViews(ctx context.Context, headers []session.Header) (map[string]json.RawMessage, error) {
@@ -141,7 +141,7 @@ func (c CacheIdentities) CachedSubagentViews(ctx context.Context, headers []sess
 	}
 	views := make(map[string]json.RawMessage, len(found))
 	for id, l := range found {
-		if l.Status != projcache.Hit {
+		if l.Status != checkpoint.Hit {
 			continue
 		}
 		if v, ok := l.Values[UnitKey]; ok {
@@ -154,9 +154,9 @@ func (c CacheIdentities) CachedSubagentViews(ctx context.Context, headers []sess
 // Checkpoints is a dsh store's checkpoint cache together with the readers
 // its maintenance (stats, verify, rebuild) needs.
 type Checkpoints struct {
-	Cache  *projcache.Cache
-	Read   projcache.ReadFunc
-	Header projcache.HeaderFunc
+	Cache  *checkpoint.Cache
+	Read   checkpoint.ReadFunc
+	Header checkpoint.HeaderFunc
 }
 
 // CheckpointStore is a backend whose checkpoint cache dsh maintains.
@@ -173,12 +173,12 @@ type CheckpointStore interface {
 func StoreCheckpoints(store CheckpointStore) Checkpoints {
 	gone := func(err error) error {
 		if errors.Is(err, backend.ErrNotFound) {
-			return fmt.Errorf("%w: %w", projcache.ErrSessionGone, err)
+			return fmt.Errorf("%w: %w", checkpoint.ErrSessionGone, err)
 		}
 		return err
 	}
 	return Checkpoints{
-		Cache: projcache.NewCache(store, NewRegistry()),
+		Cache: checkpoint.NewCache(store, NewRegistry()),
 		Read: func(ctx context.Context, id string) (session.Header, []session.Event, error) {
 			in, err := store.Inspect(ctx, id)
 			if err != nil {

@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
-	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -40,7 +40,7 @@ type Runtime struct {
 	LeaseTTL  time.Duration
 	Heartbeat time.Duration
 	// Checkpoints is the projection cache's write policy for the child.
-	Checkpoints projcache.WritePolicy
+	Checkpoints checkpoint.WritePolicy
 	// Now is the clock recorded in headers and events (nil: time.Now).
 	// Leases are judged by the store's clock, never by this one.
 	Now func() time.Time

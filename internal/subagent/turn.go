@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/jsjson"
-	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -46,9 +46,9 @@ type childWriter struct {
 	now    func() time.Time
 	newID  func() string
 
-	reg  *projcache.Registry
-	fold *projcache.Fold
-	ckpt *projcache.Checkpointer
+	reg  *checkpoint.Registry
+	fold *checkpoint.Fold
+	ckpt *checkpoint.Checkpointer
 	// wrote: the transaction in progress wrote a checkpoint.
 	wrote bool
 	// checkpointErr is the last failed checkpoint write; the cache is
@@ -63,7 +63,7 @@ func (rt *Runtime) newChildWriter(holder backend.LeaseHolder, h session.Header, 
 	reg := NewRegistry()
 	w := &childWriter{
 		store: rt.Store, holder: holder, header: h, now: rt.now, newID: rt.newID,
-		reg: reg, fold: reg.NewFold(), ckpt: projcache.NewCheckpointer(rt.Checkpoints),
+		reg: reg, fold: reg.NewFold(), ckpt: checkpoint.NewCheckpointer(rt.Checkpoints),
 		next: int64(len(existing)),
 	}
 	w.fold.Apply(existing...)
@@ -130,7 +130,7 @@ func (w *childWriter) committed() {
 
 func (w *childWriter) checkpoint(ctx context.Context, tx backend.Store) bool {
 	cp, _ := w.fold.Checkpoint() // a failed unit has no row; its failure is published
-	if err := projcache.NewCache(tx, w.reg).Put(ctx, w.header, w.fold.AsOfSeq(), cp); err != nil {
+	if err := checkpoint.NewCache(tx, w.reg).Put(ctx, w.header, w.fold.AsOfSeq(), cp); err != nil {
 		w.checkpointErr = err
 		return false
 	}

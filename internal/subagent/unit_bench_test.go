@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-project/dsh/internal/projcache"
+	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -32,7 +32,7 @@ func benchLog(dataSize, descEvery int) []session.Event {
 // registry. ns/event must not grow with the size of non-descriptor data:
 // those events are skipped on their type alone.
 func BenchmarkFold(b *testing.B) {
-	reg := projcache.NewRegistry()
+	reg := checkpoint.NewRegistry()
 	if err := RegisterUnit(reg); err != nil {
 		b.Fatal(err)
 	}

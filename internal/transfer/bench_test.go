@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/dsh-project/dsh/internal/dshformat"
+	"github.com/dsh-project/dsh/internal/gencorpus"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 	"github.com/dsh-project/dsh/scripts/benchfloor/floor"
-	"github.com/dsh-project/dsh/scripts/gencorpus"
 )
 
 // diskSize is the bytes a source occupies: a file, or every file under a

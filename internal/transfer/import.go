@@ -8,9 +8,9 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
-	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -177,7 +177,7 @@ type importer struct {
 	dst   *sqlitepersist.Store
 	src   dshformat.Source
 	opts  ImportOptions
-	units *projcache.Registry
+	units *checkpoint.Registry
 }
 
 // prepared is one session read ahead of the writer: either a decided result
@@ -579,7 +579,7 @@ func (w *importer) checkpoint(ctx context.Context, tx *sqlitepersist.Store, s *d
 		// a listing reads the log and reports the failure.
 		return nil
 	}
-	if err := projcache.NewCache(tx, w.units).Put(ctx, s.Header, fold.AsOfSeq(), cp); err != nil {
+	if err := checkpoint.NewCache(tx, w.units).Put(ctx, s.Header, fold.AsOfSeq(), cp); err != nil {
 		return err
 	}
 	r.Checkpointed = true

@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/gencorpus"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 	"github.com/dsh-project/dsh/scripts/benchfloor/floor"
-	"github.com/dsh-project/dsh/scripts/gencorpus"
 )
 
 // A floor is only a floor if it produces what dsh produces: the listing

@@ -1,14 +1,16 @@
-// Package projcache is dsh's projection registry and its checkpoint cache.
+// Package checkpoint is dsh's projection registry and its checkpoint cache
+// (DSH's own projection cache file, session_projcache, is read by package
+// dshformat; the two are different formats with different rules).
 //
 // A projection unit folds a session's event log into a small state and
 // renders a view of it (DSH's ProjectionDefinition). The registry folds every
 // registered unit over a log; the cache keeps one checkpoint record per
-// session in dsh's SQLite file so that a listing can serve a child's identity
-// without reading its log. The log leads and the cache follows: a checkpoint
+// session in the backend (backend.CheckpointReader/Writer) so that a listing
+// can serve a child's identity without reading its log. The log leads and the cache follows: a checkpoint
 // never claims events that are not durable, and a record that does not match
 // the session's lifecycle, a unit's state version, or does not decode is
 // ignored, never trusted.
-package projcache
+package checkpoint
 
 import (
 	"encoding/json"

@@ -21,8 +21,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/jsjson"
-	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -203,7 +203,7 @@ var cwd = "/bench/work"
 type generator struct {
 	spec       Spec
 	st         *sqlitepersist.Store
-	reg        *projcache.Registry
+	reg        *checkpoint.Registry
 	forkPrefix []session.Event
 	pending    []planned
 	// pendingEvents counts the events in pending.
@@ -237,7 +237,7 @@ func (g *generator) flush(ctx context.Context) error {
 	}
 	written := 0
 	err := g.st.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
-		cache := projcache.NewCache(tx, g.reg)
+		cache := checkpoint.NewCache(tx, g.reg)
 		for _, p := range g.pending {
 			if err := g.write(ctx, tx, cache, p); err != nil {
 				return err
@@ -266,7 +266,7 @@ func (g *generator) flush(ctx context.Context) error {
 	return nil
 }
 
-func (g *generator) write(ctx context.Context, tx *sqlitepersist.Store, cache *projcache.Cache, p planned) error {
+func (g *generator) write(ctx context.Context, tx *sqlitepersist.Store, cache *checkpoint.Cache, p planned) error {
 	if p.invalid {
 		res, err := tx.ImportSession(ctx, p.h, p.events, nil)
 		if err != nil {

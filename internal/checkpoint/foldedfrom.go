@@ -1,14 +1,16 @@
-package projcache
+package checkpoint
 
 import "github.com/dsh-project/dsh/internal/session"
 
-// witness is the header identity a checkpoint was folded from. A record is
-// served only for a header with the same witness: a recreated id, a re-import
+// foldedFrom is the header identity a checkpoint was folded from (the
+// record's "witness" in messages; not session.Witness, DSH's lifecycle
+// witness, which has isSeeded where this has the exact cut). A record is
+// served only for a header with the same identity: a recreated id, a re-import
 // with another cut, or a store swapped underneath must not seed phantom
 // state. It holds the later revision's lifecycle fields with the exact
 // inherited cut in place of isSeeded (the cut decides which events are the
 // session's own, so a record folded under another cut is another lifecycle).
-type witness struct {
+type foldedFrom struct {
 	version         int64
 	createdAt       int64
 	cwd             nullString
@@ -43,8 +45,8 @@ func intPtr(p *int64) nullInt {
 	return nullInt{set: true, val: *p}
 }
 
-func witnessOf(h session.Header) witness {
-	return witness{
+func foldedFromOf(h session.Header) foldedFrom {
+	return foldedFrom{
 		version:         h.Version,
 		createdAt:       h.CreatedAt,
 		cwd:             strPtr(h.Cwd),
@@ -58,7 +60,7 @@ func witnessOf(h session.Header) witness {
 
 // diff names the first field (in column order) where w and o differ, or ""
 // when they are the same lifecycle. Missing equals missing only.
-func (w witness) diff(o witness) string {
+func (w foldedFrom) diff(o foldedFrom) string {
 	switch {
 	case w.version != o.version:
 		return "version"

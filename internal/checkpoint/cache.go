@@ -1,4 +1,4 @@
-package projcache
+package checkpoint
 
 import (
 	"context"
@@ -84,14 +84,14 @@ type Lookup struct {
 
 // record is one stored row of the table.
 type record struct {
-	id      string
-	witness witness
-	asOfSeq int64
-	rows    string
+	id         string
+	foldedFrom foldedFrom
+	asOfSeq    int64
+	rows       string
 }
 
 func recordOf(rec backend.CheckpointRecord) record {
-	return record{id: rec.Witness.ID, witness: witnessOf(rec.Witness), asOfSeq: rec.AsOfSeq, rows: string(rec.Rows)}
+	return record{id: rec.Witness.ID, foldedFrom: foldedFromOf(rec.Witness), asOfSeq: rec.AsOfSeq, rows: string(rec.Rows)}
 }
 
 // Lookup returns the checkpoint cached for h's session, checked against h.
@@ -175,7 +175,7 @@ func eachRecord(fn func(record)) func(backend.CheckpointRecord) error {
 // judge applies the read rules to one record: witness, decoding, then per
 // key the registered state version and the view.
 func (c *Cache) judge(r record, h session.Header) Lookup {
-	if field := r.witness.diff(witnessOf(h)); field != "" {
+	if field := r.foldedFrom.diff(foldedFromOf(h)); field != "" {
 		return Lookup{Status: Foreign, Reason: fmt.Sprintf("witness field %s differs from the header", field)}
 	}
 	cp, err := decodeRows([]byte(r.rows))

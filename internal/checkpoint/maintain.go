@@ -1,4 +1,4 @@
-package projcache
+package checkpoint
 
 import (
 	"context"
@@ -80,7 +80,7 @@ func (c *Cache) Stats(ctx context.Context, headerOf HeaderFunc) (Stats, error) {
 			st.Orphaned++
 		case err != nil:
 			return Stats{}, fmt.Errorf("read header of %s: %w", r.id, err)
-		case r.witness.diff(witnessOf(h)) != "":
+		case r.foldedFrom.diff(foldedFromOf(h)) != "":
 			st.Foreign++
 		}
 	}
@@ -185,7 +185,7 @@ func (c *Cache) verifyRecord(ctx context.Context, read ReadFunc, r record) ([]Fi
 		}
 		return finding("", KindUnreadable, "log cannot be read: %v", err), nil
 	}
-	if field := r.witness.diff(witnessOf(h)); field != "" {
+	if field := r.foldedFrom.diff(foldedFromOf(h)); field != "" {
 		return finding("", KindForeign, "witness field %s differs from the stored header", field), nil
 	}
 	cp, err := decodeRows([]byte(r.rows))

@@ -1,4 +1,4 @@
-package projcache
+package checkpoint
 
 import (
 	"testing"
