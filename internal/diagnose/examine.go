@@ -150,9 +150,12 @@ func checkRawLog(s *sessionAudit, log *backend.AuditRead, res *subagent.Resoluti
 	if t := log.Torn; t != nil {
 		s.add(LogTornTail, seqOf(t.FromSeq), "torn tail from seq %d (%s): readers cut the log there, and resume's repair deletes it", t.FromSeq, t.Reason)
 	}
+	var invalid *session.ValidationError
 	switch {
 	case log.ReadErr == nil:
-	case dsherr.CodeOf(log.ReadErr) == dsherr.UnsupportedFormat:
+	case dsherr.CodeOf(log.ReadErr) == dsherr.UnsupportedFormat && !errors.As(log.ReadErr, &invalid):
+		// (An event type DSH does not know fails validation at a seq:
+		// LOG_UNREADABLE with its rule, in place and in a store alike.)
 		// A foreign corpus's session in a format dsh does not read: the
 		// detail names the version and the file.
 		s.add(UnsupportedFormat, nil, "%v%s", log.ReadErr, unreadableConsequence(res))

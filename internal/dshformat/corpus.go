@@ -195,9 +195,14 @@ func (c *Corpus) Audit(ctx context.Context, id string) (*backend.AuditRead, erro
 	if err != nil {
 		return nil, err
 	}
-	s, err := c.src.Read(ctx, id)
+	s, err := c.src.ReadAsFound(ctx, id)
 	var refusal *UnsupportedVersionError
 	switch {
+	case err == nil && s.Damage != nil:
+		// Reported as a store reports the same log imported (its
+		// damaged_logs row): corruption at the damage's seq.
+		row := &backend.CorruptRowError{ID: id, Seq: s.Damage.Seq(), Reason: s.Damage.Err.Error()}
+		return &backend.AuditRead{Header: h, ReadErr: &dsherr.Error{Code: dsherr.InvalidLog, Msg: row.Error(), Err: row}}, nil
 	case err == nil:
 	case ctx.Err() != nil:
 		return nil, ctx.Err()

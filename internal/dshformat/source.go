@@ -97,6 +97,15 @@ type Damage struct {
 	Encoding RawEncoding
 }
 
+// Seq is the seq a reader reports the damage at: the physical row of an
+// SQLite store, else the first seq not read.
+func (d *Damage) Seq() int64 {
+	if d.Err.Seq >= 0 {
+		return d.Err.Seq
+	}
+	return d.FromSeq
+}
+
 // Torn describes a torn tail.
 type Torn struct {
 	// FromSeq is the first logical seq not in Events (len(Events)).

@@ -178,6 +178,29 @@ func (s *sqliteSource) loadHeaders(ctx context.Context) error {
 		return fmt.Errorf("read DSH SQLite store %s: %w", s.path, err)
 	}
 	sort.Slice(s.headers, func(i, j int) bool { return s.headers[i].ID < s.headers[j].ID })
+	return s.loadHeaderless(ctx)
+}
+
+// loadHeaderless reports the logs whose sessions row is missing (events
+// rows naming a session the sessions table does not hold): a session whose
+// header cannot be read, which no listing shows, is still reported.
+func (s *sqliteSource) loadHeaderless(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, "SELECT DISTINCT session_id FROM events WHERE session_id NOT IN (SELECT id FROM sessions) ORDER BY session_id")
+	if err != nil {
+		return fmt.Errorf("read DSH SQLite store %s: %w", s.path, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return fmt.Errorf("read DSH SQLite store %s: %w", s.path, err)
+		}
+		s.problems = append(s.problems, Problem{Path: s.path, ID: id,
+			Err: corruptAt(s.path, id, "events rows without a sessions row: the session's header is missing", nil)})
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read DSH SQLite store %s: %w", s.path, err)
+	}
 	return nil
 }
 

@@ -85,7 +85,7 @@ func readDamagedPrefix(ctx context.Context, q querier, id string) (*backend.Dama
 	if err != nil || d == nil {
 		return nil, nil, err
 	}
-	rows, err := decodeRows(ctx, q, 0, "SELECT "+eventColumns+" FROM events WHERE session_id = $1 AND seq < $2 ORDER BY seq", id, d.FromSeq)
+	rows, err := decodeRows(ctx, q, 0, "SELECT "+eventColumns+" FROM events WHERE session_id = $1 ORDER BY seq", id)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -273,11 +273,6 @@ func (s *Store) ImportDamagedSession(ctx context.Context, h session.Header, pref
 	if err := storedlog.DuplicateSeqs(h.ID, prefix); err != nil {
 		return backend.ImportResult{}, err
 	}
-	for _, e := range prefix {
-		if e.Seq >= damage.FromSeq {
-			return backend.ImportResult{}, dsherr.New(dsherr.InvalidInput, "import session %q: event seq %d is not before the damage at seq %d", h.ID, e.Seq, damage.FromSeq)
-		}
-	}
 	raw := damage.Raw
 	if raw == nil {
 		raw = []byte{}

@@ -68,7 +68,7 @@ func readDamagedPrefix(ctx context.Context, q Querier, id string) (*DamagedLog, 
 	if err != nil || d == nil {
 		return nil, nil, err
 	}
-	rows, err := decodeRows(ctx, q, 0, "SELECT "+eventColumns+" FROM events WHERE session_id = ? AND seq < ? ORDER BY seq", id, d.FromSeq)
+	rows, err := decodeRows(ctx, q, 0, "SELECT "+eventColumns+" FROM events WHERE session_id = ? ORDER BY seq", id)
 	if err != nil {
 		return nil, nil, err
 	}

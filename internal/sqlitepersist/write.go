@@ -209,11 +209,6 @@ func (s *Store) ImportSession(ctx context.Context, h session.Header, events []se
 // corruption at damage.FromSeq (the result's Invalid), exactly as DSH's
 // inspect fails on the source.
 func (s *Store) ImportDamagedSession(ctx context.Context, h session.Header, prefix []session.Event, damage DamagedLog) (ImportResult, error) {
-	for _, e := range prefix {
-		if e.Seq >= damage.FromSeq {
-			return ImportResult{}, dsherr.New(dsherr.InvalidInput, "import session %q: event seq %d is not before the damage at seq %d", h.ID, e.Seq, damage.FromSeq)
-		}
-	}
 	return s.importSession(ctx, h, prefix, nil, &damage)
 }
 

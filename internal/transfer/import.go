@@ -588,7 +588,7 @@ func (w *importer) checkpoint(ctx context.Context, tx *sqlitepersist.Store, s *d
 
 // damagedLog is how the store keeps a source's damage.
 func damagedLog(d *dshformat.Damage) sqlitepersist.DamagedLog {
-	return sqlitepersist.DamagedLog{FromSeq: d.FromSeq, Reason: d.Err.Error(), Encoding: string(d.Encoding), Raw: d.Raw}
+	return sqlitepersist.DamagedLog{FromSeq: d.Seq(), Reason: d.Err.Error(), Encoding: string(d.Encoding), Raw: d.Raw}
 }
 
 // judgeInMemory fills what an import would keep as found, without a store:

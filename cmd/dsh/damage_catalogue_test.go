@@ -1,0 +1,443 @@
+package main
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// The damage catalogue (issue #11): for every kind of damage, built as a
+// JSONL corpus and as DSH's schema-17 store where the form can hold it, the
+// four ways of looking at one corpus agree — `list --source` and `import` +
+// `list` print the same rows (children and descendants, JSON and list_agents
+// text), `diagnose --source` and `import` + `diagnose` the same rows and
+// findings with the same exit status, every damaged session has a finding,
+// and whatever import cannot keep (a file without a readable header) is
+// reported by import with its file (exit 1) and by diagnose --source.
+//
+// The corpus: parent p; the damaged child c with a grandchild g below it;
+// a healthy sibling s. c's log is a descriptor and two completed turns,
+// the first holding a session/title at seq 2 that most kinds damage.
+
+const (
+	catHeaderP = `{"type":"session","version":0,"id":"p","createdAt":1,"cwd":"/work","delegationDepth":0}`
+	catHeaderC = `{"type":"session","version":0,"id":"c","createdAt":2,"cwd":"/work","parentSession":"p","origin":"subagent","delegationDepth":1}`
+	catHeaderG = `{"type":"session","version":0,"id":"g","createdAt":3,"cwd":"/work","parentSession":"c","origin":"subagent","delegationDepth":2}`
+	catHeaderS = `{"type":"session","version":0,"id":"s","createdAt":4,"cwd":"/work","parentSession":"p","origin":"subagent","delegationDepth":1}`
+)
+
+func catDescriptor(label string) string {
+	return `{"type":"subagent/descriptor","seq":0,"time":2,"data":{"version":2,"mode":"continuable","provider":"spawn","label":"` + label + `"}}`
+}
+
+// catChildLines is c's healthy log.
+func catChildLines() []string {
+	return []string{
+		catDescriptor("damaged"),
+		`{"type":"turn/start","seq":1,"time":3,"data":{"turn":1}}`,
+		`{"type":"session/title","seq":2,"time":3,"data":{"title":"t"}}`,
+		`{"type":"turn/end","seq":3,"time":3,"data":{"turn":1,"reason":{"kind":"completed"}}}`,
+		`{"type":"turn/start","seq":4,"time":4,"data":{"turn":2}}`,
+		`{"type":"turn/end","seq":5,"time":4,"data":{"turn":2,"reason":{"kind":"completed"}}}`,
+	}
+}
+
+// catSession is one session of the logical corpus.
+type catSession struct {
+	id, header string
+	lines      []string
+	// tail is appended after the last line as is (a torn record).
+	tail string
+	// JSONL only: no header line, both compressions, zstd, a cut.
+	noHeader, both, zstd bool
+	cut                  int // bytes cut off the end of the zstd file
+	// schema-17 only: no sessions row; rows replacing lines by index.
+	noRow bool
+	rows  map[int]catRow
+	seed  *int64
+}
+
+// catRow is a schema-17 events row with free column values.
+type catRow struct {
+	seq       int64
+	typ       string
+	data      any
+	ignorable any
+}
+
+// catKind is one damage kind: it damages c (or its files) for a form and
+// reports false when the form cannot hold the damage.
+type catKind struct {
+	name   string
+	damage func(c *catSession, sqlite bool) bool
+}
+
+var zstdEnc = func() *zstd.Encoder {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderCRC(true))
+	if err != nil {
+		panic(err)
+	}
+	return enc
+}()
+
+var catKinds = []catKind{
+	{"torn tail", func(c *catSession, sqlite bool) bool {
+		if sqlite {
+			c.rows = map[int]catRow{6: {seq: 6, typ: "turn/start", data: `{"turn":`}}
+			return true
+		}
+		c.tail = `{"type":"turn/start","seq":6,"ti`
+		return true
+	}},
+	{"unparsable line mid-log", func(c *catSession, sqlite bool) bool {
+		if sqlite {
+			c.rows = map[int]catRow{2: {seq: 2, typ: "session/title", data: `{not json`}}
+			return true
+		}
+		c.lines[2] = `{not json}`
+		return true
+	}},
+	{"seq gap", func(c *catSession, _ bool) bool {
+		c.lines = slices.Delete(c.lines, 2, 3)
+		return true
+	}},
+	{"duplicate seq", func(c *catSession, sqlite bool) bool {
+		c.lines = slices.Insert(c.lines, 2, c.lines[1])
+		return !sqlite // the primary key (session_id, seq) cannot hold it
+	}},
+	{"header line missing", func(c *catSession, sqlite bool) bool {
+		c.noHeader, c.noRow = true, true
+		return true
+	}},
+	{"header not JSON", func(c *catSession, sqlite bool) bool {
+		c.header = `{"type":"session","version":0,"id":"c"`
+		return !sqlite // a sessions row has typed columns, not JSON
+	}},
+	{"header of the wrong session", func(c *catSession, sqlite bool) bool {
+		c.header = strings.Replace(c.header, `"id":"c"`, `"id":"s"`, 1)
+		return !sqlite // a sessions row is its id
+	}},
+	{"unknown event type", func(c *catSession, _ bool) bool {
+		c.lines[2] = `{"type":"no/such-type","seq":2,"time":3,"data":{}}`
+		return true
+	}},
+	{"missing surfaceOp", func(c *catSession, _ bool) bool {
+		c.lines[2] = `{"type":"user/message","seq":2,"time":3,"data":{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"},"role":"user","id":"m1"}}`
+		return true
+	}},
+	{"invalid compaction range", func(c *catSession, _ bool) bool {
+		c.lines[2] = `{"type":"user/message","seq":2,"time":3,"data":{"content":[{"type":"text","text":"hi"}],"source":{"kind":"user"},"role":"user","id":"m1"},"surfaceOp":{"op":"replace","start":5,"end":2}}`
+		return true
+	}},
+	{"truncated zstd frame", func(c *catSession, sqlite bool) bool {
+		if sqlite {
+			frame := zstdEnc.EncodeAll([]byte(`{"title":"`+strings.Repeat("t", 5000)+`"}`), nil)
+			c.rows = map[int]catRow{2: {seq: 2, typ: "session/title", data: frame[:len(frame)-5]}}
+			return true
+		}
+		c.zstd, c.cut = true, 5
+		return true
+	}},
+	{"zstd file and plain file for one id", func(c *catSession, sqlite bool) bool {
+		c.both = true
+		return !sqlite
+	}},
+	{"packed row with a bad length", func(c *catSession, sqlite bool) bool {
+		bad := `{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a","b","c"]}`
+		if sqlite {
+			c.rows = map[int]catRow{2: {seq: 2, typ: "text-chunks", data: bad, ignorable: int64(0)}}
+			return true
+		}
+		c.lines[2] = `{"type":"text-chunks","seq0":2,"time0":3,"data":` + bad + `}`
+		return true
+	}},
+	{"events.data not JSON", func(c *catSession, sqlite bool) bool {
+		if sqlite {
+			c.rows = map[int]catRow{2: {seq: 2, typ: "session/title", data: `{broken`}}
+			return true
+		}
+		c.lines[2] = `{"type":"session/title","seq":2,"time":3,"data":{broken}`
+		return true
+	}},
+	{"descriptor malformed", func(c *catSession, _ bool) bool {
+		c.lines[0] = `{"type":"subagent/descriptor","seq":0,"time":2,"data":{"version":2,"mode":"bogus","provider":"spawn"}}`
+		return true
+	}},
+	{"descriptor only in the seed", func(c *catSession, _ bool) bool {
+		one := int64(1)
+		c.seed = &one
+		c.header = strings.Replace(c.header, `"origin"`, `"seedLength":1,"origin"`, 1)
+		return true
+	}},
+}
+
+// catCorpus is the logical corpus with c damaged by kind for the form, or
+// nil when the form cannot hold the damage.
+func catCorpus(kind catKind, sqlite bool) []*catSession {
+	c := &catSession{id: "c", header: catHeaderC, lines: catChildLines()}
+	if !kind.damage(c, sqlite) {
+		return nil
+	}
+	return []*catSession{
+		{id: "p", header: catHeaderP},
+		c,
+		{id: "g", header: catHeaderG, lines: []string{catDescriptor("grandchild")}},
+		{id: "s", header: catHeaderS, lines: []string{catDescriptor("sibling")}},
+	}
+}
+
+// writeCatJSONL lays the corpus out as DSH's JSONL store does.
+func writeCatJSONL(t *testing.T, dir string, sessions []*catSession) {
+	t.Helper()
+	for _, s := range sessions {
+		var text []byte
+		if !s.noHeader {
+			text = append(text, s.header+"\n"...)
+		}
+		header := len(text)
+		for _, l := range s.lines {
+			text = append(text, l+"\n"...)
+		}
+		text = append(text, s.tail...)
+		sdir := filepath.Join(dir, "--work--", s.id)
+		if err := os.MkdirAll(sdir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		write := func(name string, b []byte) {
+			if err := os.WriteFile(filepath.Join(sdir, name), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s.zstd || s.both {
+			frames := zstdEnc.EncodeAll(text[:header], nil)
+			frames = zstdEnc.EncodeAll(text[header:], frames)
+			write("session.jsonl.zstd", frames[:len(frames)-s.cut])
+		}
+		if !s.zstd || s.both {
+			write("session.jsonl", text)
+		}
+	}
+}
+
+// writeCatSQLite lays the corpus out as DSH's schema-17 store: one scalar
+// row per line, s.rows replacing or adding rows.
+func writeCatSQLite(t *testing.T, path string, sessions []*catSession) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for _, ddl := range []string{
+		"CREATE TABLE persistence_state (\n  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),\n  store_id  TEXT NOT NULL\n) STRICT",
+		"CREATE TABLE sessions (\n  id               TEXT PRIMARY KEY,\n  version          INTEGER NOT NULL,\n  created_at       INTEGER NOT NULL,\n  cwd              TEXT,\n  parent_session   TEXT,\n  seed_length      INTEGER,\n  origin           TEXT,\n  delegation_depth INTEGER,\n  agent_preset     TEXT,\n  incarnation      TEXT NOT NULL,\n  revision         INTEGER NOT NULL\n) STRICT",
+		"CREATE TABLE events (\n  session_id        TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,\n  seq               INTEGER NOT NULL,\n  type              TEXT NOT NULL,\n  time              INTEGER NOT NULL,\n  data              ANY NOT NULL,\n  source_event_seqs ANY,\n  surface_op        TEXT,\n  ignorable         INTEGER CHECK (ignorable IS NULL OR ignorable IN (0, 1)),\n  PRIMARY KEY (session_id, seq)\n) STRICT",
+		"INSERT INTO persistence_state (singleton, store_id) VALUES (1, '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b')",
+		"PRAGMA application_id = 1146308688",
+		"PRAGMA user_version = 17",
+	} {
+		exec(ddl)
+	}
+	for _, s := range sessions {
+		var h struct {
+			ID              string  `json:"id"`
+			CreatedAt       int64   `json:"createdAt"`
+			Cwd             *string `json:"cwd"`
+			ParentSession   *string `json:"parentSession"`
+			SeedLength      *int64  `json:"seedLength"`
+			Origin          *string `json:"origin"`
+			DelegationDepth *int64  `json:"delegationDepth"`
+		}
+		if err := json.Unmarshal([]byte(s.header), &h); err != nil {
+			t.Fatalf("%s header: %v", s.id, err)
+		}
+		if !s.noRow {
+			exec(`INSERT INTO sessions VALUES (?, 0, ?, ?, ?, ?, ?, ?, NULL, '0b6f3a52-1c2d-4e5f-9a8b-7c6d5e4f3a2b', 1)`,
+				h.ID, h.CreatedAt, h.Cwd, h.ParentSession, h.SeedLength, h.Origin, h.DelegationDepth)
+		}
+		rows := map[int]catRow{}
+		for i, l := range s.lines {
+			var e struct {
+				Type      string          `json:"type"`
+				Seq       int64           `json:"seq"`
+				Time      int64           `json:"time"`
+				Data      json.RawMessage `json:"data"`
+				SurfaceOp json.RawMessage `json:"surfaceOp"`
+			}
+			if err := json.Unmarshal([]byte(l), &e); err != nil {
+				t.Fatalf("%s line %d: %v", s.id, i, err)
+			}
+			r := catRow{seq: e.Seq, typ: e.Type, data: string(e.Data)}
+			rows[i] = r
+			if e.SurfaceOp != nil {
+				exec(`INSERT INTO events VALUES (?, ?, ?, ?, ?, NULL, ?, NULL)`, s.id, r.seq, r.typ, e.Time, r.data, string(e.SurfaceOp))
+				delete(rows, i)
+			}
+		}
+		for i, r := range s.rows {
+			rows[i] = r
+		}
+		for _, r := range rows {
+			exec(`INSERT INTO events VALUES (?, ?, ?, 3, ?, NULL, NULL, ?)`, s.id, r.seq, r.typ, r.data, r.ignorable)
+		}
+	}
+}
+
+// catDiagnosis is a diagnose -o json document reduced to what must agree:
+// each session's row and findings (code, severity, seq), details aside
+// (they name the file or database the data was read from).
+type catDiagnosis struct {
+	Summary struct {
+		BySeverity map[string]int `json:"bySeverity"`
+	} `json:"summary"`
+	Sessions []struct {
+		ID       *string         `json:"id"`
+		Row      json.RawMessage `json:"row"`
+		RowKind  string          `json:"rowKind"`
+		Findings []struct {
+			Code     string `json:"code"`
+			Severity string `json:"severity"`
+			Seq      *int64 `json:"seq"`
+			Path     string `json:"path"`
+		} `json:"findings"`
+	} `json:"sessions"`
+}
+
+func (d catDiagnosis) bySession() map[string]string {
+	out := map[string]string{}
+	for _, s := range d.Sessions {
+		id := "<no id>"
+		if s.ID != nil {
+			id = *s.ID
+		}
+		var codes []string
+		for _, f := range s.Findings {
+			seq := "-"
+			if f.Seq != nil {
+				seq = fmt.Sprint(*f.Seq)
+			}
+			codes = append(codes, f.Code+"/"+f.Severity+"@"+seq)
+		}
+		sort.Strings(codes)
+		out[id] += fmt.Sprintf("%s %s [%s]; ", s.RowKind, s.Row, strings.Join(codes, " "))
+	}
+	return out
+}
+
+func TestDamageCatalogue(t *testing.T) {
+	isolateEnv(t)
+	for _, kind := range catKinds {
+		for _, form := range []string{"jsonl", "dsh-sqlite"} {
+			sessions := catCorpus(kind, form == "dsh-sqlite")
+			if sessions == nil {
+				continue
+			}
+			t.Run(kind.name+"/"+form, func(t *testing.T) {
+				dir := t.TempDir()
+				src := form + ":" + filepath.Join(dir, "corpus")
+				if form == "jsonl" {
+					writeCatJSONL(t, filepath.Join(dir, "corpus"), sessions)
+				} else {
+					writeCatSQLite(t, filepath.Join(dir, "corpus"), sessions)
+				}
+				db := filepath.Join(dir, "dsh.db")
+				importOut, importErr, importCode := runDsh(t, "--db", db, "import", src, "-o", "json")
+				var imported struct {
+					Sessions []struct {
+						ID       *string `json:"id"`
+						Location string  `json:"location"`
+						Outcome  string  `json:"outcome"`
+					} `json:"sessions"`
+				}
+				if err := json.Unmarshal([]byte(importOut), &imported); err != nil {
+					t.Fatalf("import (exit %d): %v\n%s%s", importCode, err, importOut, importErr)
+				}
+				unreadable := map[string]bool{}
+				for _, r := range imported.Sessions {
+					switch r.Outcome {
+					case "imported":
+					case "unreadable":
+						if r.Location == "" {
+							t.Errorf("import: unreadable session %v reported without its file", r.ID)
+						}
+						unreadable[r.Location] = true
+					default:
+						t.Errorf("import: outcome %s for %v", r.Outcome, r.ID)
+					}
+				}
+				if wantCode := map[bool]int{false: 0, true: 1}[len(unreadable) > 0]; importCode != wantCode {
+					t.Errorf("import exit %d, want %d\n%s", importCode, wantCode, importErr)
+				}
+
+				for _, scope := range []string{"children", "descendants"} {
+					for _, format := range []string{"json", "agents"} {
+						args := []string{"list", "--parent", "p", "--scope", scope, "-o", format}
+						inPlace, errIn, codeIn := runDsh(t, append([]string{"--source", src}, args...)...)
+						after, errAfter, codeAfter := runDsh(t, append([]string{"--db", db}, args...)...)
+						if codeIn != 0 || codeAfter != 0 || inPlace != after {
+							t.Errorf("list %s -o %s: in place (exit %d)\n%s%s\nafter import (exit %d)\n%s%s",
+								scope, format, codeIn, inPlace, errIn, codeAfter, after, errAfter)
+						}
+					}
+				}
+
+				diagnose := func(where ...string) (catDiagnosis, int, string) {
+					out, errOut, code := runDsh(t, append(where, "diagnose", "--all", "-o", "json", "--quiet")...)
+					var d catDiagnosis
+					if err := json.Unmarshal([]byte(out), &d); err != nil {
+						t.Fatalf("diagnose %v (exit %d): %v\n%s%s", where, code, err, out, errOut)
+					}
+					return d, code, errOut
+				}
+				inPlace, codeIn, errIn := diagnose("--source", src)
+				after, codeAfter, errAfter := diagnose("--db", db)
+				in, out := inPlace.bySession(), after.bySession()
+				for id, got := range out {
+					if in[id] != got {
+						t.Errorf("diagnose %s: in place %s\nafter import %s", id, in[id], got)
+					}
+				}
+				// What only the source shows is what import could not keep:
+				// files without a readable header, each reported by both.
+				for id, got := range in {
+					if _, ok := out[id]; ok {
+						continue
+					}
+					if len(unreadable) == 0 || !strings.Contains(got, "/error@") {
+						t.Errorf("diagnose %s only in place: %s (import reported %v)", id, got, unreadable)
+					}
+				}
+				if len(unreadable) == 0 && codeIn != codeAfter {
+					t.Errorf("diagnose exit %d in place, %d after import\n%s\n%s", codeIn, codeAfter, errIn, errAfter)
+				}
+				// Exit 1 exactly when an error-level finding is reported
+				// (a torn tail alone is a warning).
+				if wantCode := map[bool]int{false: 0, true: 1}[inPlace.Summary.BySeverity["error"] > 0]; codeIn != wantCode {
+					t.Errorf("diagnose in place exit %d, want %d\n%s", codeIn, wantCode, errIn)
+				}
+				// Every damaged session has a finding: c, or the file that
+				// should have been c, which only the source can show.
+				switch {
+				case len(unreadable) == 0 && !strings.Contains(in["c"], "@"):
+					t.Errorf("damaged session c has no finding: %q", in["c"])
+				case len(unreadable) > 0 && len(in) <= len(out):
+					t.Errorf("import reported %v unreadable, diagnose in place has no finding for it: %v", unreadable, in)
+				}
+			})
+		}
+	}
+}
