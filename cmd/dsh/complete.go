@@ -92,6 +92,17 @@ func (a *app) addCompletions(c *cobra.Command) {
 	}
 }
 
+// completable reports whether id can be offered to a shell: completions
+// travel one per line and are inserted into the command line as typed, so
+// an id a shell cannot take back as one word (blanks), or that would drive
+// the terminal (control characters, bidirectional controls), is left out;
+// such ids are still accepted when typed, quoted.
+func completable(id string) bool {
+	return checkSessionID("", id) == nil && !strings.ContainsFunc(id, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+	})
+}
+
 // errEnoughIDs stops the header scan once completionLimit ids were found.
 var errEnoughIDs = errors.New("enough ids")
 
@@ -111,8 +122,7 @@ func (a *app) completeSessionIDs(cmd *cobra.Command, prefix string) ([]cobra.Com
 	// A scan cut short (the timeout, a read error) still offers the ids it
 	// found: each of them exists.
 	_ = s.ListHeaders(ctx, func(h session.Header) error {
-		// An id a shell cannot take back as one word is not offered.
-		if strings.HasPrefix(h.ID, prefix) && checkSessionID("", h.ID) == nil && !strings.ContainsFunc(h.ID, unicode.IsControl) {
+		if strings.HasPrefix(h.ID, prefix) && completable(h.ID) {
 			ids = append(ids, h.ID)
 			if len(ids) >= completionLimit {
 				return errEnoughIDs
