@@ -1,9 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/dsh-project/dsh/internal/boundedfile"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/pgstore"
 	"github.com/dsh-project/dsh/internal/render"
@@ -49,6 +51,8 @@ type config struct {
 		Heartbeat time.Duration
 	}
 
+	// fileText is the config file's content, once read.
+	fileText []byte
 	// File is the config file consulted ("" when there is none to look at);
 	// FileLoaded says whether it existed and was read.
 	File       string
@@ -210,7 +214,7 @@ func (c *config) warnUnknownKeys(v *viper.Viper, settings []setting, warn func(s
 	for _, s := range settings {
 		known[strings.ToLower(s.key)] = s.key
 	}
-	spelled := originalKeys(c.File)
+	spelled := originalKeys(c.fileText)
 	for _, k := range v.AllKeys() {
 		if _, ok := known[k]; ok || !v.InConfig(k) {
 			continue
@@ -227,24 +231,15 @@ func (c *config) warnUnknownKeys(v *viper.Viper, settings []setting, warn func(s
 	}
 }
 
-// maxConfigBytes bounds how much of a config file dsh reads again to
-// recover the spelling of its keys; a larger file keeps viper's spelling.
+// maxConfigBytes bounds a config file: a few settings fit in far less, and
+// a larger file is refused with that reason.
 const maxConfigBytes = 1 << 20
 
-// originalKeys maps each leaf key of a YAML (or JSON) config file, dotted and
-// lower-cased as viper reports it, to its spelling in the file. A file that
-// does not parse as YAML yields an empty map.
-func originalKeys(file string) map[string]string {
+// originalKeys maps each leaf key of a YAML (or JSON) config file's text,
+// dotted and lower-cased as viper reports it, to its spelling in the file.
+// Text that does not parse as YAML yields an empty map.
+func originalKeys(b []byte) map[string]string {
 	out := map[string]string{}
-	f, err := os.Open(file)
-	if err != nil {
-		return out
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxConfigBytes))
-	if err != nil {
-		return out
-	}
 	var doc yaml.Node
 	if yaml.Unmarshal(b, &doc) != nil || len(doc.Content) == 0 {
 		return out
@@ -332,17 +327,28 @@ func (c *config) readFile(v *viper.Viper, flags *pflag.FlagSet) (string, error) 
 	if _, err := os.Stat(c.File); errors.Is(err, fs.ErrNotExist) && !explicit {
 		return "default (absent)", nil
 	}
-	v.SetConfigFile(c.File)
-	if filepath.Ext(c.File) == "" {
-		v.SetConfigType("yaml")
-	}
-	if err := v.ReadInConfig(); err != nil {
+	// Read here, not by viper: only a regular file, and at most
+	// maxConfigBytes of it (a FIFO or /dev/zero named by mistake must not
+	// hang dsh or fill its memory). The read is bounded, so it needs no
+	// cancellation of its own.
+	text, err := boundedfile.Read(context.Background(), c.File, maxConfigBytes)
+	if err != nil {
 		code := dsherr.InvalidInput
 		if errors.Is(err, fs.ErrNotExist) {
 			code = dsherr.Usage
 		}
 		return "", dsherr.Wrap(code, err, "config file %s (%s)", c.File, source)
 	}
+	v.SetConfigFile(c.File)
+	typ := strings.TrimPrefix(filepath.Ext(c.File), ".")
+	if typ == "" {
+		typ = "yaml"
+	}
+	v.SetConfigType(typ)
+	if err := v.ReadConfig(bytes.NewReader(text)); err != nil {
+		return "", dsherr.Wrap(dsherr.InvalidInput, err, "config file %s (%s)", c.File, source)
+	}
+	c.fileText = text
 	c.FileLoaded = true
 	return source, nil
 }

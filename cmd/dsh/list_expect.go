@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/boundedfile"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/render"
@@ -50,7 +50,7 @@ func (e *listExpectations) prepare(cmd *cobra.Command) error {
 	if e.file == "" {
 		return dsherr.New(dsherr.InvalidInput, "--expect: empty value")
 	}
-	text, err := os.ReadFile(e.file)
+	text, err := boundedfile.Read(cmd.Context(), e.file, maxExpectBytes)
 	if err != nil {
 		return dsherr.Wrap(dsherr.InvalidInput, err, "--expect")
 	}
@@ -63,6 +63,9 @@ func (e *listExpectations) prepare(cmd *cobra.Command) error {
 	}
 	return nil
 }
+
+// maxExpectBytes bounds a golden listing: a million rows of a typical size.
+const maxExpectBytes = 256 << 20
 
 // expectedRows reads a golden listing: one JSON array (dsh list -o json) or
 // one object per line (-o jsonl). Each row is re-serialised compactly with

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -49,8 +50,11 @@ func (o *turnOptions) prepare(a *app, cmd *cobra.Command) (subagent.ProviderConf
 	}
 	msg := o.message
 	if msg == "-" {
-		b, err := io.ReadAll(io.LimitReader(a.stdin, maxMessageBytes+1))
+		b, err := readMessage(cmd.Context(), a.stdin)
 		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return subagent.ProviderConfig{}, "", dsherr.Wrap(dsherr.Cancelled, err, "interrupted while reading the message from stdin")
+			}
 			return subagent.ProviderConfig{}, "", dsherr.Wrap(dsherr.InvalidInput, err, "read the message from stdin")
 		}
 		if len(b) > maxMessageBytes {
@@ -71,6 +75,28 @@ func (o *turnOptions) prepare(a *app, cmd *cobra.Command) (subagent.ProviderConf
 
 // maxMessageBytes bounds a message read from stdin: it becomes event data.
 const maxMessageBytes = 8 << 20
+
+// readMessage reads at most maxMessageBytes+1 bytes of stdin, or returns
+// ctx's error as soon as ctx is done: a terminal's Ctrl-C must stop a
+// command still waiting for its message, and a blocked read cannot be
+// interrupted. The abandoned read ends with the process.
+func readMessage(ctx context.Context, stdin io.Reader) ([]byte, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(io.LimitReader(stdin, maxMessageBytes+1))
+		done <- result{b, err}
+	}()
+	select {
+	case r := <-done:
+		return r.b, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
 
 // runtime is the subagent runtime over s with the configured lease timing
 // and checkpoint policy; event times come from the app's clock.

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 
+	"github.com/dsh-project/dsh/internal/boundedfile"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
 )
@@ -66,12 +66,16 @@ type ProjcacheFile struct {
 	records map[string]projcacheRecord
 }
 
+// maxProjcacheFile bounds a projection cache file: DSH keeps one small
+// record per session in it.
+const maxProjcacheFile = 256 << 20
+
 // ReadProjcacheFile reads and validates a projection cache file as DSH's
 // storage layer does when it opens the unit; any failure is a
 // *ProjcacheError, as it would stop DSH's cache service from starting.
 // The file is only read.
 func ReadProjcacheFile(ctx context.Context, path string) (*ProjcacheFile, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read(ctx, path, maxProjcacheFile)
 	if err != nil {
 		return nil, fmt.Errorf("read projection cache: %w", err)
 	}

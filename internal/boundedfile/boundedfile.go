@@ -1,0 +1,92 @@
+// Package boundedfile reads a small file a user names (a config file, a
+// golden listing, DSH's projection cache) so that no name can hang dsh or
+// exhaust its memory: only a regular file is read (a FIFO would block, and
+// /dev/zero never ends), at most a stated number of bytes, and the read
+// stops when its context is cancelled.
+package boundedfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+// ErrNotRegular: the path names a FIFO, a device, a directory or a socket.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge: the file holds more bytes than the caller's limit.
+var ErrTooLarge = errors.New("file too large")
+
+// chunk is how much is read between two checks of the context.
+const chunk = 1 << 20
+
+// Read returns the content of the regular file at path, refusing one larger
+// than limit bytes. The file is opened without blocking and checked once
+// open, so a FIFO swapped in after a look at the name is refused too.
+func Read(ctx context.Context, path string, limit int64) ([]byte, error) {
+	if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, kind(info.Mode()))
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, kind(info.Mode()))
+	}
+	if info.Size() > limit {
+		return nil, tooLarge(path, limit)
+	}
+	buf := make([]byte, 0, info.Size())
+	r := io.LimitReader(f, limit+1)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n, err := io.CopyN(writer{&buf}, r, chunk)
+		if int64(len(buf)) > limit {
+			return nil, tooLarge(path, limit) // it grew while being read
+		}
+		if errors.Is(err, io.EOF) || (err == nil && n < chunk) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func tooLarge(path string, limit int64) error {
+	return fmt.Errorf("%s: %w (dsh reads at most %d bytes)", path, ErrTooLarge, limit)
+}
+
+type writer struct{ b *[]byte }
+
+func (w writer) Write(p []byte) (int, error) {
+	*w.b = append(*w.b, p...)
+	return len(p), nil
+}
+
+func kind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return m.Type().String()
+}
