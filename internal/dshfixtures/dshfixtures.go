@@ -87,13 +87,18 @@ func Report(code int) int {
 }
 
 // noticeWriter is the go command's stderr when the test binary runs under
-// go test, else the binary's own.
+// go test, else the binary's own. Only a terminal or a pipe is shared that
+// way: a regular file (go test ./... > log) has its own write offset in the
+// go command, which would overwrite the line.
 func noticeWriter() io.WriteCloser {
 	ppid := os.Getppid()
 	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", ppid))
 	if err == nil && strings.TrimSpace(string(comm)) == "go" {
-		if f, err := os.OpenFile(fmt.Sprintf("/proc/%d/fd/2", ppid), os.O_WRONLY|os.O_APPEND, 0); err == nil {
-			return f
+		name := fmt.Sprintf("/proc/%d/fd/2", ppid)
+		if fi, err := os.Stat(name); err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeSocket|os.ModeCharDevice) != 0 {
+			if f, err := os.OpenFile(name, os.O_WRONLY, 0); err == nil {
+				return f
+			}
 		}
 	}
 	return nopCloser{os.Stderr}
