@@ -67,6 +67,7 @@ func Run(t *testing.T, target Target) {
 		{"HeaderRoundTrip", testHeaderRoundTrip},
 		{"AppendAndStaleWriter", testAppendStaleWriter},
 		{"TornTailCutThenRepairedOnce", testTornTail},
+		{"DamagedLogKeptAndRefused", testDamagedLog},
 		{"ChildrenOrder", testChildrenOrder},
 		{"HasChildren", testHasChildren},
 		{"StreamEverySession", testStreamSessions},
@@ -348,6 +349,43 @@ func testTornTail(t *testing.T, e *env) {
 	next := int64(len(in.Events))
 	if err := e.b.Append(e.ctx, "torn", next, turn(next, 3)); err != nil {
 		t.Fatalf("Append after repair: %v", err)
+	}
+}
+
+// A log imported damaged inside its committed region is kept as given and
+// never reads: Inspect and Load report corruption at the damage, Append is
+// refused, Audit returns the kept data and the prefix, and nothing changes.
+func testDamagedLog(t *testing.T, e *env) {
+	prefix := turn(0, 1)[:2]
+	damage := backend.DamagedLog{FromSeq: 2, Reason: "unparsable committed event at line 3", Encoding: "jsonl-text", Raw: []byte("{not json}\n{\"type\":\"turn/end\"}\n")}
+	res, err := e.b.ImportDamagedSession(e.ctx, root("damaged", 1), prefix, damage)
+	if err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	if res.Verified || !errors.Is(res.Invalid, backend.ErrCorrupt) || res.Events != len(prefix) {
+		t.Fatalf("import result = %+v, want %d events read back as corruption", res, len(prefix))
+	}
+	before := e.dump(e.b)
+	var row *backend.CorruptRowError
+	if _, err := e.b.Inspect(e.ctx, "damaged"); !errors.As(err, &row) || row.Seq != damage.FromSeq || row.Reason != damage.Reason {
+		t.Fatalf("Inspect: %v, want corruption at seq %d", err, damage.FromSeq)
+	}
+	if _, err := e.b.Load(e.ctx, "damaged"); !errors.Is(err, backend.ErrCorrupt) {
+		t.Fatalf("Load: %v, want corruption", err)
+	}
+	if err := e.b.Append(e.ctx, "damaged", 2, turn(2, 2)); !errors.Is(err, backend.ErrCorrupt) {
+		t.Fatalf("Append: %v, want corruption", err)
+	}
+	a, err := e.b.Audit(e.ctx, "damaged")
+	if err != nil {
+		t.Fatalf("Audit: %v", err)
+	}
+	if !errors.Is(a.ReadErr, backend.ErrCorrupt) || a.Damaged == nil || a.Damaged.FromSeq != damage.FromSeq ||
+		a.Damaged.Reason != damage.Reason || a.Damaged.Encoding != damage.Encoding || string(a.Damaged.Raw) != string(damage.Raw) || len(a.Prefix) != len(prefix) {
+		t.Fatalf("Audit = %+v (damaged %+v)", a, a.Damaged)
+	}
+	if after := e.dump(e.b); after != before {
+		t.Fatalf("reading a damaged log wrote:\n%s\nwant\n%s", after, before)
 	}
 }
 
