@@ -24,7 +24,9 @@ type exportOptions struct {
 	all          bool
 	compression  string
 	skipExisting bool
-	progress     progressMode
+	// asImported: no --compression, so imported sessions keep theirs.
+	asImported bool
+	progress   progressMode
 }
 
 func newExportCmd(a *app) *cobra.Command {
@@ -35,9 +37,12 @@ func newExportCmd(a *app) *cobra.Command {
 		Long: `Write sessions from the database as DSH's JSONL persistence lays them out:
 DIR/<project>/<encoded id>/session.jsonl.zstd (--compression none:
 session.jsonl), where <project> is derived from the session's cwd as DSH
-derives it (_no-cwd without one). The header line and events carry DSH's
-fields and order; chunk deltas are packed into rows as DSH's writer packs
-them. A log is written exactly as stored, even one that fails validation,
+derives it (_no-cwd without one). Each session is written in its own DSH
+format version: one imported from a later format N goes to
+session.vN.jsonl[.zstd]; without --compression, a session imported from a
+JSONL log keeps that log's compression (a plain log comes back byte for
+byte). The header line and events carry DSH's fields and order; in format 0
+chunk deltas are packed into rows as DSH's writer packs them. A log is written exactly as stored, even one that fails validation,
 ends inside a turn, or was imported damaged inside its committed region (the
 events before the damage, then the stored data as found; data kept from a
 damaged zstd frame needs --compression zstd, damaged schema-17 rows have no
@@ -82,13 +87,14 @@ line on stderr. Read-only for the database.
 	f.StringVar(&opts.parent, "parent", "", "export this session and its children")
 	f.StringVar(&opts.scope, "scope", "children", "with --parent: children or descendants")
 	f.BoolVar(&opts.all, "all", false, "export every session")
-	f.StringVar(&opts.compression, "compression", "zstd", "zstd (DSH's default) or none")
+	f.StringVar(&opts.compression, "compression", "zstd", "zstd (DSH's default) or none; when not given, a session imported from a JSONL log keeps that log's compression")
 	f.BoolVar(&opts.skipExisting, "skip-existing", false, "skip a session whose log is already under --to (either compression) instead of failing: resumes an interrupted export")
 	f.BoolVar(&opts.progress.force, "progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	f.BoolVar(&opts.progress.quiet, "quiet", false, "no progress bar, and no summary line unless something failed")
 	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		opts.ids = args
+		opts.asImported = !cmd.Flags().Changed("compression")
 		compression, err := opts.validate(cmd)
 		if err != nil {
 			return err
@@ -185,6 +191,7 @@ func runExport(ctx context.Context, a *app, p *render.Printer, opts exportOption
 		results, err = transfer.Export(ctx, view, opts.to, ids, transfer.ExportOptions{
 			Compression:  c,
 			SkipExisting: opts.skipExisting,
+			AsImported:   opts.asImported,
 			Progress:     func(done, _ int) { step(done) },
 			OnResult:     show,
 		})

@@ -17,8 +17,11 @@ import (
 // summary of the stored log, as a read-only inspection sees it, or why the
 // log could not be read.
 type sessionView struct {
-	Header headerJSON  `json:"header"`
-	Log    *logSummary `json:"log,omitempty"`
+	Header headerJSON `json:"header"`
+	// SourceFormat is the DSH format the session was read or imported
+	// from (jsonl-vN[-zstd], dsh-sqlite-17); absent for dsh's own.
+	SourceFormat string      `json:"sourceFormat,omitempty"`
+	Log          *logSummary `json:"log,omitempty"`
 	// Invalid is set instead of Log when the log fails DSH's validation.
 	Invalid *invalidView `json:"invalid,omitempty"`
 	// Unreadable is set instead of Log when a committed row cannot be
@@ -99,6 +102,10 @@ func showSession(ctx context.Context, a *app, src *sourceFlags, id string) (v se
 	defer r.done(&err)
 	err = r.view(ctx, func(view readCorpus) error {
 		v, err = describeSession(ctx, view, id)
+		if err != nil {
+			return err
+		}
+		v.SourceFormat, err = view.SourceFormat(ctx, id)
 		return err
 	})
 	return v, r.lookupError(id, err)
@@ -165,6 +172,9 @@ func (v sessionView) fields() []render.Field {
 		{Name: "origin", Value: orDash(optString(h.Origin))},
 		{Name: "delegationDepth", Value: orDash(optInt(h.DelegationDepth))},
 		{Name: "agentPreset", Value: orDash(optString(h.AgentPreset))},
+	}
+	if v.SourceFormat != "" {
+		fs = append(fs, render.Field{Name: "sourceFormat", Value: v.SourceFormat})
 	}
 	if v.Invalid != nil {
 		where := "header"

@@ -278,6 +278,11 @@ func (s *jsonlSource) ReadAsFound(ctx context.Context, id string) (*Session, err
 		return nil, corruptAt(file.path, id, fmt.Sprintf("header id changed to %q since the corpus was opened", sess.Header.ID), nil)
 	}
 	restoreAbsent(file.path, &sess.Header)
+	compression := CompressionNone
+	if file.compressed {
+		compression = CompressionZstd
+	}
+	sess.Format = FormatName(file.gen, compression)
 	return sess, nil
 }
 

@@ -236,6 +236,37 @@ func checkInside(root, sessionDir string) error {
 	return nil
 }
 
+// FormatDSHSQLite names a session read from DSH's schema-17 SQLite store.
+const FormatDSHSQLite = "dsh-sqlite-17"
+
+// FormatName names a JSONL log's format as dsh records it: jsonl-vN for
+// session format N, -zstd appended when compressed.
+func FormatName(version int64, c Compression) string {
+	name := "jsonl-v" + strconv.FormatInt(version, 10)
+	if c == CompressionZstd {
+		name += "-zstd"
+	}
+	return name
+}
+
+// ParseFormatName reads a FormatName; ok is false for anything else (a
+// session from an SQLite store, or written by dsh).
+func ParseFormatName(name string) (version int64, c Compression, ok bool) {
+	rest, isJSONL := strings.CutPrefix(name, "jsonl-v")
+	if !isJSONL {
+		return 0, 0, false
+	}
+	c = CompressionNone
+	if r, zstd := strings.CutSuffix(rest, "-zstd"); zstd {
+		rest, c = r, CompressionZstd
+	}
+	v, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil || strconv.FormatInt(v, 10) != rest {
+		return 0, 0, false
+	}
+	return v, c, true
+}
+
 // LogFileName is the name DSH gives the log of format version v:
 // session.jsonl for format 0, session.vN.jsonl for a later one, with .zstd
 // appended when compressed.

@@ -65,6 +65,9 @@ type Session struct {
 	Torn *Torn
 	// Location is the file or database the session was read from.
 	Location string
+	// Format names the format the session was stored in (FormatName):
+	// jsonl-vN[-zstd] or dsh-sqlite-17.
+	Format string
 	// Damage is set only by ReadAsFound, for a log DSH's inspect refuses
 	// because stored data inside its committed region cannot be read
 	// (Events is then the valid prefix before the damage, Torn is nil).

@@ -318,7 +318,7 @@ func (s *sqliteSource) ReadAsFound(ctx context.Context, id string) (*Session, er
 	if err != nil {
 		return nil, err
 	}
-	sess := &Session{Header: h, Location: s.path}
+	sess := &Session{Header: h, Location: s.path, Format: FormatDSHSQLite}
 	if err := s.scanRows(id, rows, sess); err != nil {
 		return nil, err
 	}

@@ -184,3 +184,37 @@ func (s *Store) RootHeaders(ctx context.Context, subagentOnly bool, fn func(sess
 	}
 	return s.eachHeader(ctx, fn, "list root sessions", query+" ORDER BY created_at, id")
 }
+
+// SetSourceFormat records the foreign format session id was imported from
+// (migration 0006), as sqlitepersist does. An unknown id wraps ErrNotFound.
+func (s *Store) SetSourceFormat(ctx context.Context, id, format string) error {
+	var value *string
+	if format != "" {
+		value = &format
+	}
+	tag, err := s.q().Exec(ctx, "UPDATE sessions SET source_format = $1 WHERE id = $2", value, id)
+	if err != nil {
+		return s.storeError(err, "record the source format of "+id)
+	}
+	if tag.RowsAffected() == 0 {
+		return storedlog.NotFound(id)
+	}
+	return nil
+}
+
+// SourceFormat returns the foreign format session id was imported from,
+// "" for a session dsh created itself. An unknown id wraps ErrNotFound.
+func (s *Store) SourceFormat(ctx context.Context, id string) (string, error) {
+	var format *string
+	err := s.q().QueryRow(ctx, "SELECT source_format FROM sessions WHERE id = $1", id).Scan(&format)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", storedlog.NotFound(id)
+	}
+	if err != nil {
+		return "", s.storeError(err, "read the source format of "+id)
+	}
+	if format == nil {
+		return "", nil
+	}
+	return *format, nil
+}

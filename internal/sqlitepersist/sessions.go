@@ -190,3 +190,38 @@ func (s *Store) SubagentParents(ctx context.Context, ids []string) (map[string]b
 	}
 	return out, nil
 }
+
+// SetSourceFormat records the foreign format session id was imported from
+// (see migration 0006): import calls it in the transaction that stores the
+// session. An unknown id is an error wrapping ErrNotFound.
+func (s *Store) SetSourceFormat(ctx context.Context, id, format string) error {
+	res, err := s.Querier().ExecContext(ctx, "UPDATE sessions SET source_format = ? WHERE id = ?", nullIfEmpty(format), id)
+	if err != nil {
+		return s.storeError(err, "record the source format of "+id)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return notFound(id)
+	}
+	return nil
+}
+
+// SourceFormat returns the foreign format session id was imported from,
+// "" for a session dsh created itself. An unknown id wraps ErrNotFound.
+func (s *Store) SourceFormat(ctx context.Context, id string) (string, error) {
+	var format sql.NullString
+	err := s.Querier().QueryRowContext(ctx, "SELECT source_format FROM sessions WHERE id = ?", id).Scan(&format)
+	if err == sql.ErrNoRows {
+		return "", notFound(id)
+	}
+	if err != nil {
+		return "", s.storeError(err, "read the source format of "+id)
+	}
+	return format.String, nil
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -19,6 +19,12 @@ type ExportOptions struct {
 	// already under the target, reporting it as skipped instead of failed:
 	// it resumes an interrupted export.
 	SkipExisting bool
+	// AsImported writes a session imported from a JSONL log with that
+	// log's compression instead of Compression (the format version is
+	// always the header's: a later-format session is written back as
+	// session.vN.jsonl[.zstd]). It needs a source that records formats
+	// (SourceFormatReader).
+	AsImported bool
 	// Progress, when set, is called with the number of sessions handled and
 	// the total, after each one.
 	Progress func(done, total int)
@@ -56,8 +62,15 @@ type ExportSource interface {
 	backend.SessionLister
 }
 
+// SourceFormatReader reads which foreign format a stored session was
+// imported from (dshformat.FormatName; "" when dsh created it).
+type SourceFormatReader interface {
+	SourceFormat(ctx context.Context, id string) (string, error)
+}
+
 // Export writes each session of ids from st under dir in DSH's JSONL
-// layout, dir/<project>/<encoded id>/session.jsonl[.zstd], the header and
+// layout, dir/<project>/<encoded id>/session[.vN].jsonl[.zstd] in the
+// session's own format version, the header and
 // the stored events exactly as kept — a log that fails DSH's validation,
 // ends inside a turn, or was imported damaged (prefix and stored rest) is
 // written as it is, so that importing the files again gives the same
@@ -72,7 +85,17 @@ func Export(ctx context.Context, st ExportSource, dir string, ids []string, opts
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		r, err := exportOne(ctx, st, dir, id, opts)
+		o := opts
+		if formats, ok := st.(SourceFormatReader); ok && opts.AsImported {
+			format, err := formats.SourceFormat(ctx, id)
+			if err != nil && !errors.Is(err, backend.ErrNotFound) {
+				return out, err
+			}
+			if _, imported, ok := dshformat.ParseFormatName(format); ok {
+				o.Compression = imported
+			}
+		}
+		r, err := exportOne(ctx, st, dir, id, o)
 		if err != nil {
 			return out, err
 		}

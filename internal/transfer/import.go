@@ -538,6 +538,11 @@ func (w *importer) write(ctx context.Context, dst *sqlitepersist.Store, listed s
 		if err != nil {
 			return err
 		}
+		if s.Format != "" {
+			if err := tx.SetSourceFormat(ctx, s.Header.ID, s.Format); err != nil {
+				return err
+			}
+		}
 		r.Events, r.Torn = res.Events, res.Torn
 		if s.Damage != nil {
 			return nil
