@@ -212,6 +212,11 @@ func TestDSHHomeSource(t *testing.T) {
 		t.Errorf("UNSUPPORTED_FORMAT names no version or file:\n%s", stdout)
 	}
 
+	stdout, stderr, code = runDsh(t, "session", "show", "--source", "dsh-home:"+h.dir, "c-v4-fork", "-o", "json")
+	if code != 0 || !strings.Contains(stdout, `"sourceFormat":"jsonl-v4-zstd"`) || !strings.Contains(stdout, `"version":4`) {
+		t.Errorf("session show in place: exit %d\n%s%s", code, stdout, stderr)
+	}
+
 	db := filepath.Join(t.TempDir(), "dsh.db")
 	stdout, stderr, code = runDsh(t, "--db", db, "import", "dsh-home:"+h.dir, "-o", "json")
 	if code != 1 {
@@ -233,6 +238,11 @@ func TestDSHHomeSource(t *testing.T) {
 	want = strings.Replace(want, `,{"kind":"diagnostic","id":"c-v5","reason":"unavailable"}`, "", 1)
 	if got := strings.TrimSpace(stdout); got != want {
 		t.Errorf("list after import\n%s\nwant\n%s", got, want)
+	}
+
+	stdout, stderr, code = runDsh(t, "--db", db, "session", "show", "c-v2-spawn", "-o", "json")
+	if code != 0 || !strings.Contains(stdout, `"sourceFormat":"jsonl-v2"`) {
+		t.Errorf("session show after import: exit %d\n%s%s", code, stdout, stderr)
 	}
 
 	if after := treeFingerprint(t, h.dir); after != before {

@@ -11,6 +11,7 @@ import (
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/transfer"
 )
 
 // sessionView is what `dsh session show` reports: the header and either a
@@ -105,7 +106,9 @@ func showSession(ctx context.Context, a *app, src *sourceFlags, id string) (v se
 		if err != nil {
 			return err
 		}
-		v.SourceFormat, err = view.SourceFormat(ctx, id)
+		if formats, ok := view.(transfer.SourceFormatReader); ok {
+			v.SourceFormat, err = formats.SourceFormat(ctx, id)
+		}
 		return err
 	})
 	return v, r.lookupError(id, err)

@@ -295,3 +295,23 @@ func (c *Corpus) LiveSessions(ctx context.Context) (map[string]backend.Live, err
 
 // Now implements backend.LeaseReader with the local clock.
 func (c *Corpus) Now(ctx context.Context) (time.Time, error) { return time.Now(), ctx.Err() }
+
+// formatReporter is a Source that knows each session's stored format
+// without reading its log.
+type formatReporter interface {
+	formatOf(id string) (string, bool)
+}
+
+// SourceFormat names the DSH format session id is stored in (FormatName,
+// or FormatDSHSQLite), as dsh's store records it for an imported session.
+func (c *Corpus) SourceFormat(ctx context.Context, id string) (string, error) {
+	if _, err := c.Header(ctx, id); err != nil {
+		return "", err
+	}
+	if f, ok := c.src.(formatReporter); ok {
+		if format, ok := f.formatOf(id); ok {
+			return format, nil
+		}
+	}
+	return "", nil
+}

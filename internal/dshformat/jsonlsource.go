@@ -278,12 +278,24 @@ func (s *jsonlSource) ReadAsFound(ctx context.Context, id string) (*Session, err
 		return nil, corruptAt(file.path, id, fmt.Sprintf("header id changed to %q since the corpus was opened", sess.Header.ID), nil)
 	}
 	restoreAbsent(file.path, &sess.Header)
+	sess.Format = file.format()
+	return sess, nil
+}
+
+func (f jsonlFile) format() string {
 	compression := CompressionNone
-	if file.compressed {
+	if f.compressed {
 		compression = CompressionZstd
 	}
-	sess.Format = FormatName(file.gen, compression)
-	return sess, nil
+	return FormatName(f.gen, compression)
+}
+
+func (s *jsonlSource) formatOf(id string) (string, bool) {
+	file, ok := s.files[id]
+	if !ok {
+		return "", false
+	}
+	return file.format(), true
 }
 
 // readRefused reads a session DSH lists but refuses to read as a whole (both

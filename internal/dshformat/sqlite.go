@@ -565,3 +565,5 @@ func encodeTornRows(rows []physicalRow) []byte {
 	}
 	return b
 }
+
+func (s *sqliteSource) formatOf(string) (string, bool) { return FormatDSHSQLite, true }
