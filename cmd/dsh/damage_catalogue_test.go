@@ -15,7 +15,8 @@ import (
 )
 
 // The damage catalogue (issue #11): for every kind of damage, built as a
-// JSONL corpus and as DSH's schema-17 store where the form can hold it, the
+// JSONL corpus (plain, and zstd as DSH writes by default) and as DSH's
+// schema-17 store where the form can hold it, the
 // four ways of looking at one corpus agree — `list --source` and `import` +
 // `list` print the same rows (children and descendants, JSON and list_agents
 // text), `diagnose --source` and `import` + `diagnose` the same rows and
@@ -341,17 +342,24 @@ func (d catDiagnosis) bySession() map[string]string {
 func TestDamageCatalogue(t *testing.T) {
 	isolateEnv(t)
 	for _, kind := range catKinds {
-		for _, form := range []string{"jsonl", "dsh-sqlite"} {
+		for _, form := range []string{"jsonl", "jsonl-zstd", "dsh-sqlite"} {
 			sessions := catCorpus(kind, form == "dsh-sqlite")
 			if sessions == nil {
 				continue
 			}
 			t.Run(kind.name+"/"+form, func(t *testing.T) {
 				dir := t.TempDir()
-				src := form + ":" + filepath.Join(dir, "corpus")
-				if form == "jsonl" {
+				src := strings.TrimSuffix(form, "-zstd") + ":" + filepath.Join(dir, "corpus")
+				switch form {
+				case "jsonl-zstd":
+					// DSH's default encoding: every log zstd-framed.
+					for _, s := range sessions {
+						s.zstd = true
+					}
+					fallthrough
+				case "jsonl":
 					writeCatJSONL(t, filepath.Join(dir, "corpus"), sessions)
-				} else {
+				default:
 					writeCatSQLite(t, filepath.Join(dir, "corpus"), sessions)
 				}
 				db := filepath.Join(dir, "dsh.db")
