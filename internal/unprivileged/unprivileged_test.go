@@ -86,16 +86,19 @@ func TestReachGrantsSearchOnly(t *testing.T) {
 		}
 	}
 
-	// A closed directory outside the temporary directory (here, beside
-	// the package's sources) is reported, not opened.
-	outside, err := os.MkdirTemp(".", "reach-outside-")
-	if err != nil {
-		t.Fatal(err)
+	// A closed directory outside the temporary directory is reported, not
+	// opened. The temporary directory is narrowed to a subdirectory so that
+	// "outside" exists wherever the sources live (a clone under /tmp too)
+	// and nothing is written beside the package's sources.
+	base := t.TempDir()
+	narrowed := filepath.Join(base, "tmp")
+	outside := filepath.Join(base, "outside")
+	for _, d := range []string{narrowed, outside} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
-	t.Cleanup(func() { os.RemoveAll(outside) })
-	if err := os.Chmod(outside, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	t.Setenv("TMPDIR", narrowed)
 	if err := u.ReachDir(outside); err == nil || !strings.Contains(err.Error(), "outside the temporary directory") {
 		t.Errorf("Reach outside the temporary directory: %v", err)
 	}
