@@ -10,11 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -69,7 +69,7 @@ func runCacheStats(ctx context.Context, a *app, p *render.Printer) (err error) {
 	}
 	defer closeStore(s, &err)
 	var st checkpoint.Stats
-	err = s.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
+	err = s.View(ctx, func(view backend.Store) error {
 		cp := subagent.StoreCheckpoints(view)
 		st, err = cp.Cache.Stats(ctx, cp.Header)
 		return cacheStoreError(err)
@@ -137,7 +137,7 @@ func printFindings(p *render.Printer, findings []checkpoint.Finding) error {
 // checkCacheIDs refuses, before anything is done, an id that names neither
 // a session nor a record (NOT_FOUND, as every command reports an unknown
 // id). A record whose session is gone is a valid target: rebuild removes it.
-func checkCacheIDs(ctx context.Context, s *sqlitepersist.Store, c *checkpoint.Cache, ids []string) error {
+func checkCacheIDs(ctx context.Context, s backend.HeaderReader, c *checkpoint.Cache, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -233,7 +233,7 @@ func runCacheVerify(ctx context.Context, a *app, p *render.Printer, ids []string
 	var rep checkpoint.VerifyReport
 	var step func(int)
 	finish := func() {}
-	err = s.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
+	err = s.View(ctx, func(view backend.Store) error {
 		cp := subagent.StoreCheckpoints(view)
 		if err := checkCacheIDs(ctx, view, cp.Cache, ids); err != nil {
 			return err

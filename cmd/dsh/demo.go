@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/diagnose"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -95,7 +95,7 @@ func runDemo(ctx context.Context, a *app, p *render.Printer) (err error) {
 	return nil
 }
 
-func showDemoDiagnosis(ctx context.Context, a *app, s *sqlitepersist.Store, p *render.Printer) error {
+func showDemoDiagnosis(ctx context.Context, a *app, s catalog, p *render.Printer) error {
 	if _, err := fmt.Fprintln(a.stdout); err != nil {
 		return err
 	}
@@ -129,9 +129,9 @@ var demoStarts = []demoStart{
 // broken child go in one transaction; each other child is a real start
 // whose turn the echo provider answers. Every session gets its own
 // millisecond, so the listing order is the order above.
-func writeDemoCorpus(ctx context.Context, s *sqlitepersist.Store, rt *subagent.Runtime, now time.Time) (bool, error) {
+func writeDemoCorpus(ctx context.Context, s catalog, rt *subagent.Runtime, now time.Time) (bool, error) {
 	wrote := false
-	if _, err := s.Header(ctx, demoParent); errors.Is(err, sqlitepersist.ErrNotFound) {
+	if _, err := s.Header(ctx, demoParent); errors.Is(err, backend.ErrNotFound) {
 		if err := writeDemoRoot(ctx, s, now.UnixMilli()); err != nil {
 			return false, err
 		}
@@ -142,7 +142,7 @@ func writeDemoCorpus(ctx context.Context, s *sqlitepersist.Store, rt *subagent.R
 	for i, d := range demoStarts {
 		if _, err := s.Header(ctx, d.id); err == nil {
 			continue
-		} else if !errors.Is(err, sqlitepersist.ErrNotFound) {
+		} else if !errors.Is(err, backend.ErrNotFound) {
 			return false, err
 		}
 		at := now.Add(time.Duration(5+i) * time.Millisecond)
@@ -162,7 +162,7 @@ func writeDemoCorpus(ctx context.Context, s *sqlitepersist.Store, rt *subagent.R
 // ordinary fork and a subagent child whose only descriptor is malformed (a
 // provider that is not a string), in one transaction. The broken child is
 // dated after the started ones so that it lists last.
-func writeDemoRoot(ctx context.Context, s *sqlitepersist.Store, now int64) error {
+func writeDemoRoot(ctx context.Context, s catalog, now int64) error {
 	cwd := "/demo/work"
 	parent := session.Header{Version: session.FormatVersion, ID: demoParent, CreatedAt: now, Cwd: &cwd}
 	turn := func(messageID, user string, tail ...session.Event) []session.Event {
@@ -186,7 +186,7 @@ func writeDemoRoot(ctx context.Context, s *sqlitepersist.Store, now int64) error
 		ParentSession: &parentID, Origin: &origin, DelegationDepth: &depth}
 	brokenLog := turn("demo-user-2", "Do something.", session.Event{Type: session.TypeDescriptor,
 		Data: json.RawMessage(`{"version":2,"mode":"continuable","provider":7,"label":"broken"}`)})
-	return s.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+	return s.Update(ctx, func(tx backend.Store) error {
 		for _, w := range []struct {
 			h      session.Header
 			events []session.Event

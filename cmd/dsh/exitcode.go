@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 // Exit statuses (design README, "Exit codes"). Like diff and grep: 1 means
@@ -56,20 +56,20 @@ func classify(err error, started bool) (dsherr.Code, int) {
 	if errors.Is(err, context.Canceled) {
 		return dsherr.Cancelled, exitCancelled
 	}
-	if errors.Is(err, sqlitepersist.ErrNoDatabase) {
+	if errors.Is(err, backend.ErrNoDatabase) {
 		return dsherr.StoreUnavailable, exitStore
 	}
 	code := dsherr.CodeOf(err)
 	var ve *session.ValidationError
 	switch {
 	case code != "":
-	case errors.Is(err, sqlitepersist.ErrNotFound):
+	case errors.Is(err, backend.ErrNotFound):
 		code = dsherr.NotFound
-	case errors.Is(err, sqlitepersist.ErrDuplicate):
+	case errors.Is(err, backend.ErrDuplicate):
 		code = dsherr.AlreadyExists
 	case errors.As(err, &ve):
 		code = dsherr.InvalidLog
-	case errors.Is(err, sqlitepersist.ErrCorrupt):
+	case errors.Is(err, backend.ErrCorrupt):
 		code = dsherr.StoreUnavailable
 	case !started:
 		code = dsherr.Usage

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/render"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/transfer"
 )
 
@@ -181,7 +181,7 @@ func runExport(ctx context.Context, a *app, p *render.Printer, opts exportOption
 		}
 	}
 	// One snapshot: a tree and its logs are exported as of one moment.
-	err = st.ReadSnapshot(ctx, func(view *sqlitepersist.Store) error {
+	err = st.View(ctx, func(view backend.Store) error {
 		ids, err := exportSelection(ctx, view, opts)
 		if err != nil {
 			return err
@@ -256,7 +256,14 @@ func runExport(ctx context.Context, a *app, p *render.Printer, opts exportOption
 
 // exportSelection resolves what to export; an unknown id or parent is
 // NOT_FOUND before anything is written.
-func exportSelection(ctx context.Context, st *sqlitepersist.Store, opts exportOptions) ([]string, error) {
+// exportReader is what resolving an export selection reads.
+type exportReader interface {
+	backend.HeaderReader
+	backend.ChildrenReader
+	backend.SessionLister
+}
+
+func exportSelection(ctx context.Context, st exportReader, opts exportOptions) ([]string, error) {
 	switch {
 	case opts.all:
 		return transfer.All(ctx, st)

@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/transfer"
 )
 
@@ -98,10 +98,10 @@ func runImport(ctx context.Context, a *app, p *render.Printer, loc transfer.Loca
 			err = fmt.Errorf("close %s: %w", loc, cerr)
 		}
 	}()
-	var st *sqlitepersist.Store
+	var st catalog
 	if opts.dryRun {
 		st, err = a.openStoreReadOnly(ctx)
-		if errors.Is(err, sqlitepersist.ErrNoDatabase) {
+		if errors.Is(err, backend.ErrNoDatabase) {
 			st, err = nil, nil // nothing imported yet: every readable session would be
 		}
 	} else {

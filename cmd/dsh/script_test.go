@@ -17,9 +17,12 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // the pgx database/sql driver, for the sql command on PostgreSQL
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dshfixtures"
+	"github.com/dsh-project/dsh/internal/pgstore"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/unprivileged"
@@ -73,6 +76,16 @@ func dshCommand() {
 }
 
 func TestScripts(t *testing.T) {
+	testscript.Run(t, scriptParams(t, nil))
+}
+
+// scriptBackendEnv tells script commands (sql, load-jsonl) which backend
+// $DSH_DB is on.
+const scriptBackendEnv = "DSH_SCRIPT_BACKEND"
+
+// scriptParams is the suite's setup; backend, when set, points the script
+// at another backend after the SQLite defaults are in place.
+func scriptParams(t *testing.T, backend func(env *testscript.Env) error) testscript.Params {
 	fixtures, err := filepath.Abs(fixturesDir)
 	if err != nil {
 		t.Fatal(err)
@@ -81,17 +94,21 @@ func TestScripts(t *testing.T) {
 	if statErr != nil {
 		noteFixtureScripts(t)
 	}
-	testscript.Run(t, testscript.Params{
+	return testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
-		UpdateScripts:       *update,
+		UpdateScripts:       *update && backend == nil,
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("HOME", filepath.Join(env.WorkDir, "home"))
 			env.Setenv(testNowEnv, "1789000000000")
 			env.Setenv("DSH_DB", filepath.Join(env.WorkDir, "dsh.db"))
+			env.Setenv(scriptBackendEnv, "sqlite")
 			env.Setenv("FIXTURES", fixtures)
 			if _, err := unprivileged.Lookup(); err != nil {
 				env.Setenv("NO_UNPRIVILEGED", "cannot run as an unprivileged user: "+err.Error())
+			}
+			if backend != nil {
+				return backend(env)
 			}
 			return nil
 		},
@@ -102,6 +119,8 @@ func TestScripts(t *testing.T) {
 			case "unprivileged":
 				_, err := unprivileged.Lookup()
 				return err == nil, nil
+			case "postgres":
+				return backend != nil, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
@@ -114,7 +133,32 @@ func TestScripts(t *testing.T) {
 			// permissions bind (nobody when the suite runs as root).
 			"unprivileged": cmdUnprivileged,
 		},
-	})
+	}
+}
+
+// scriptDB is where a script command's database argument points: the
+// script's own database file (dsh.db) is $DSH_DB on whichever backend the
+// run uses; any other name is a SQLite file in the script's directory.
+func scriptDB(ts *testscript.TestScript, arg string) (addr string, postgres bool) {
+	path := ts.MkAbs(arg)
+	if path == filepath.Join(ts.Getenv("WORK"), "dsh.db") && ts.Getenv(scriptBackendEnv) == "postgres" {
+		return ts.Getenv("DSH_DB"), true
+	}
+	return path, false
+}
+
+// openScriptDB opens a script command's database for writing.
+func openScriptDB(ts *testscript.TestScript, arg string) backend.Backend {
+	ctx := context.Background()
+	addr, postgres := scriptDB(ts, arg)
+	if postgres {
+		s, err := pgstore.Open(ctx, addr)
+		ts.Check(err)
+		return s
+	}
+	s, err := sqlitepersist.Open(ctx, addr, sqlitepersist.Options{})
+	ts.Check(err)
+	return s
 }
 
 // noteFixtureScripts counts, for dshfixtures.Report, the scripts that skip
@@ -249,8 +293,7 @@ func cmdLoadJSONL(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: load-jsonl db file...")
 	}
 	ctx := context.Background()
-	s, err := sqlitepersist.Open(ctx, ts.MkAbs(args[0]), sqlitepersist.Options{})
-	ts.Check(err)
+	s := openScriptDB(ts, args[0])
 	defer func() { ts.Check(s.Close()) }()
 	for _, file := range args[1:] {
 		text := strings.ReplaceAll(ts.ReadFile(file), "{{cwd}}", ts.Getenv("WORK"))
@@ -260,14 +303,14 @@ func cmdLoadJSONL(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("%s: header: %v", file, err)
 		}
 		var events []session.Event
-		var tail *sqlitepersist.TornTail
+		var tail *backend.TornTail
 		for i, line := range lines[1:] {
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
 			var e session.Event
 			if err := json.Unmarshal(line, &e); err != nil {
-				tail = &sqlitepersist.TornTail{FromSeq: int64(len(events)), Reason: err.Error(), Raw: bytes.Join(lines[1+i:], nil)}
+				tail = &backend.TornTail{FromSeq: int64(len(events)), Reason: err.Error(), Raw: bytes.Join(lines[1+i:], nil)}
 				break
 			}
 			events = append(events, e)
@@ -277,14 +320,21 @@ func cmdLoadJSONL(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// sql DB STATEMENT runs one SQL statement against a database file the way a
-// user with the sqlite3 shell would, to damage or inspect what dsh wrote.
-// Rows of a query are printed to stdout, one per line, columns tab-separated.
+// sql DB STATEMENT runs one SQL statement against a database the way a
+// user with the sqlite3 shell (or psql, when the run is on PostgreSQL) would,
+// to damage or inspect what dsh wrote. Rows of a query are printed to
+// stdout, one per line, columns tab-separated. Scripts keep to SQL both
+// dialects read, or branch on [postgres].
 func cmdSQL(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: sql db statement")
 	}
-	db, err := sql.Open("sqlite", "file:"+ts.MkAbs(args[0]))
+	addr, postgres := scriptDB(ts, args[0])
+	driver, dsn := "sqlite", "file:"+addr
+	if postgres {
+		driver, dsn = "pgx", addr
+	}
+	db, err := sql.Open(driver, dsn)
 	ts.Check(err)
 	defer db.Close()
 	if verb := strings.ToUpper(strings.Fields(args[1])[0]); verb != "SELECT" && verb != "PRAGMA" {

@@ -14,7 +14,6 @@ import (
 	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -100,7 +99,7 @@ func readMessage(ctx context.Context, stdin io.Reader) ([]byte, error) {
 
 // runtime is the subagent runtime over s with the configured lease timing
 // and checkpoint policy; event times come from the app's clock.
-func (a *app) runtime(s *sqlitepersist.Store) (*subagent.Runtime, error) {
+func (a *app) runtime(s catalog) (*subagent.Runtime, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, err

@@ -7,33 +7,62 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/pgstore"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
-// openStore opens the configured database for writing, creating and
-// migrating it on first use. Only commands that write call it.
-func (a *app) openStore(ctx context.Context) (*sqlitepersist.Store, error) {
+// catalog is an open dsh database on either backend: the embedded SQLite
+// file (the default) or a PostgreSQL catalog (a postgres:// URL as --db).
+// Commands see the backend contract and nothing of the dialect.
+type catalog interface {
+	backend.Backend
+	// Path names the database in output: the SQLite file's absolute path,
+	// or the URL with its password redacted.
+	Path() string
+	SchemaVersion(ctx context.Context) (int, error)
+}
+
+// openStore opens the configured database for writing, creating (SQLite)
+// and migrating it on first use. Only commands that write call it.
+func (a *app) openStore(ctx context.Context) (catalog, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, err
 	}
-	return sqlitepersist.Open(ctx, cfg.DB, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout, BusyTimeoutSet: true})
+	if pgstore.IsURL(cfg.DB) {
+		return nilOnError(pgstore.Open(ctx, cfg.DB))
+	}
+	return nilOnError(sqlitepersist.Open(ctx, cfg.DB, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout, BusyTimeoutSet: true}))
 }
 
 // openStoreReadOnly opens the configured database for reading. It never
-// creates, migrates or modifies the file; a missing database is an error.
-func (a *app) openStoreReadOnly(ctx context.Context) (*sqlitepersist.Store, error) {
+// creates, migrates or modifies it (PostgreSQL: read-only transactions, so
+// a role that may only SELECT is enough); a missing database is an error.
+func (a *app) openStoreReadOnly(ctx context.Context) (catalog, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, err
 	}
-	return sqlitepersist.OpenReadOnly(ctx, cfg.DB, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout, BusyTimeoutSet: true})
+	if pgstore.IsURL(cfg.DB) {
+		return nilOnError(pgstore.OpenReadOnly(ctx, cfg.DB))
+	}
+	return nilOnError(sqlitepersist.OpenReadOnly(ctx, cfg.DB, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout, BusyTimeoutSet: true}))
+}
+
+// nilOnError keeps a failed open's nil pointer from becoming a non-nil
+// catalog.
+func nilOnError[S catalog](s S, err error) (catalog, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // closeStore closes s and keeps the first error: a failed close after a
 // successful write may mean the write is not durable.
-func closeStore(s *sqlitepersist.Store, err *error) {
+func closeStore(s catalog, err *error) {
 	if cerr := s.Close(); cerr != nil && *err == nil {
 		*err = fmt.Errorf("close database: %w", cerr)
 	}
@@ -59,7 +88,7 @@ func checkSessionID(what, id string) error {
 
 // lookupError names the id when the store does not know it.
 func lookupError(id string, err error) error {
-	if errors.Is(err, sqlitepersist.ErrNotFound) {
+	if errors.Is(err, backend.ErrNotFound) {
 		return &dsherr.Error{Code: dsherr.NotFound, Msg: fmt.Sprintf("no session with id %q", id), Err: err}
 	}
 	return err

@@ -16,6 +16,9 @@ import (
 // Sentinel errors, matched with errors.Is. A backend wraps them in a
 // *dsherr.Error carrying the code the CLI maps to an exit status.
 var (
+	// ErrNoDatabase: a read-only open found no database, or one that was
+	// never initialized (STORE_UNAVAILABLE).
+	ErrNoDatabase = errors.New("no database")
 	// ErrNotFound: no session with the requested id (NOT_FOUND).
 	ErrNotFound = errors.New("session not found")
 	// ErrDuplicate: a session with that id already exists (ALREADY_EXISTS; start reports DUPLICATE_CHILD).

@@ -21,10 +21,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -153,9 +153,22 @@ type Result struct {
 // baseTime is the corpus's clock origin (epoch ms).
 const baseTime int64 = 1_789_000_000_000
 
+// Target is the store a corpus is written to, on any backend.
+type Target interface {
+	backend.Store
+	backend.Transactor
+}
+
+// unverifier is a store that can mark sessions as changed outside dsh's
+// write paths (what its triggers do after a foreign edit), for corpora
+// whose children must be read cold.
+type unverifier interface {
+	UnverifyChildren(ctx context.Context, parent string) error
+}
+
 // Generate writes the corpus described by spec into st, which should be
 // empty of the ids it uses (the parent and ids derived from the seed).
-func Generate(ctx context.Context, st *sqlitepersist.Store, spec Spec) (Result, error) {
+func Generate(ctx context.Context, st Target, spec Spec) (Result, error) {
 	spec = spec.withDefaults()
 	if err := spec.check(); err != nil {
 		return Result{}, err
@@ -190,8 +203,11 @@ func Generate(ctx context.Context, st *sqlitepersist.Store, spec Spec) (Result, 
 		return g.res, err
 	}
 	if spec.Unverified {
-		_, err := st.Querier().ExecContext(ctx, "UPDATE sessions SET verified = 0 WHERE parent_session = ?", spec.Parent)
-		if err != nil {
+		u, ok := st.(unverifier)
+		if !ok {
+			return g.res, fmt.Errorf("mark children unverified: store %T cannot", st)
+		}
+		if err := u.UnverifyChildren(ctx, spec.Parent); err != nil {
 			return g.res, fmt.Errorf("mark children unverified: %w", err)
 		}
 	}
@@ -202,7 +218,7 @@ var cwd = "/bench/work"
 
 type generator struct {
 	spec       Spec
-	st         *sqlitepersist.Store
+	st         Target
 	reg        *checkpoint.Registry
 	forkPrefix []session.Event
 	pending    []planned
@@ -236,7 +252,7 @@ func (g *generator) flush(ctx context.Context) error {
 		return nil
 	}
 	written := 0
-	err := g.st.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+	err := g.st.Update(ctx, func(tx backend.Store) error {
 		cache := checkpoint.NewCache(tx, g.reg)
 		for _, p := range g.pending {
 			if err := g.write(ctx, tx, cache, p); err != nil {
@@ -266,7 +282,7 @@ func (g *generator) flush(ctx context.Context) error {
 	return nil
 }
 
-func (g *generator) write(ctx context.Context, tx *sqlitepersist.Store, cache *checkpoint.Cache, p planned) error {
+func (g *generator) write(ctx context.Context, tx backend.Store, cache *checkpoint.Cache, p planned) error {
 	if p.invalid {
 		res, err := tx.ImportSession(ctx, p.h, p.events, nil)
 		if err != nil {

@@ -218,3 +218,13 @@ func (s *Store) SourceFormat(ctx context.Context, id string) (string, error) {
 	}
 	return *format, nil
 }
+
+// UnverifyChildren marks the logs of parent's children as changed outside
+// dsh's write paths, as the triggers do after a foreign edit: their next
+// read validates them in full. For benchmark corpora of cold reads.
+func (s *Store) UnverifyChildren(ctx context.Context, parent string) error {
+	if _, err := s.q().Exec(ctx, "UPDATE sessions SET verified = false WHERE parent_session = $1", parent); err != nil {
+		return s.storeError(err, "mark the children of "+parent+" unverified")
+	}
+	return nil
+}

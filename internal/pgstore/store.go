@@ -39,8 +39,8 @@ var (
 	// ErrAuthentication: the server refused the user or password.
 	ErrAuthentication = errors.New("database authentication failed")
 	// ErrNoDatabase: the database does not exist, or a read-only open
-	// found it not initialized.
-	ErrNoDatabase = errors.New("no database")
+	// found it not initialized (the backend contract's sentinel).
+	ErrNoDatabase = backend.ErrNoDatabase
 	// ErrSchemaTooNew: the database was migrated by a newer dsh.
 	ErrSchemaTooNew = errors.New("database schema is newer than this dsh")
 	// ErrForeignDatabase: the schema holds tables dsh did not create.

@@ -176,3 +176,13 @@ func (s *Store) RootHeaders(ctx context.Context, subagentOnly bool, fn func(sess
 	}
 	return s.eachHeader(ctx, fn, "list root sessions", query+" ORDER BY created_at, id")
 }
+
+// UnverifyChildren marks the logs of parent's children as changed outside
+// dsh's write paths, as the triggers do after a foreign edit: their next
+// read validates them in full. For benchmark corpora of cold reads.
+func (s *Store) UnverifyChildren(ctx context.Context, parent string) error {
+	if _, err := s.Querier().ExecContext(ctx, "UPDATE sessions SET verified = 0 WHERE parent_session = ?", parent); err != nil {
+		return s.storeError(err, "mark the children of "+parent+" unverified")
+	}
+	return nil
+}

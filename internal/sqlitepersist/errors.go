@@ -9,13 +9,13 @@ import (
 // Sentinel errors, matched with errors.Is. The errors the store returns wrap
 // them in a *dsherr.Error carrying the code the CLI maps to an exit status.
 var (
-	// ErrNoDatabase: a read-only open found no database file (or an empty
-	// one that was never initialized).
-	ErrNoDatabase = errors.New("no database")
-	// ErrNotFound, ErrDuplicate and ErrCorrupt are the backend contract's.
-	ErrNotFound  = backend.ErrNotFound
-	ErrDuplicate = backend.ErrDuplicate
-	ErrCorrupt   = backend.ErrCorrupt
+	// ErrNoDatabase (a read-only open found no database file, or an empty
+	// one that was never initialized), ErrNotFound, ErrDuplicate and
+	// ErrCorrupt are the backend contract's.
+	ErrNoDatabase = backend.ErrNoDatabase
+	ErrNotFound   = backend.ErrNotFound
+	ErrDuplicate  = backend.ErrDuplicate
+	ErrCorrupt    = backend.ErrCorrupt
 	// ErrSchemaTooNew: the file was migrated by a newer dsh.
 	ErrSchemaTooNew = errors.New("database schema is newer than this dsh")
 	// ErrSchemaTooOld: a read-only open found a schema that dsh init has

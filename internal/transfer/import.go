@@ -8,11 +8,11 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -54,7 +54,7 @@ type Result struct {
 	// for Appended, the number appended.
 	Events int
 	// What an imported log was kept with, as found.
-	Torn *sqlitepersist.TornTail // a torn tail, stored beside the log
+	Torn *backend.TornTail // a torn tail, stored beside the log
 	// Damaged: the log is damaged inside its committed region; the events
 	// before the damage and the rest as found were stored (Invalid says
 	// why it does not read).
@@ -121,6 +121,19 @@ type ImportOptions struct {
 	OnResult func(Result)
 }
 
+// Destination is the database an import writes to: the backend contract's
+// store, with transactions (each session is written in one).
+type Destination interface {
+	backend.Store
+	backend.Transactor
+}
+
+// sourceFormatWriter records the foreign format a session was imported
+// from (both stores implement it; migration 0006).
+type sourceFormatWriter interface {
+	SetSourceFormat(ctx context.Context, id, format string) error
+}
+
 // Import copies every session of src into dst exactly as found: logs that
 // fail DSH's validation, logs damaged inside their committed region (the
 // valid prefix and the rest as found), torn tails (kept beside the log) and
@@ -138,7 +151,7 @@ type ImportOptions struct {
 // dst may be nil with DryRun (no database yet: nothing is held). Only a
 // failure of dst itself or cancellation stops the import; it then returns
 // the summary so far with the error.
-func Import(ctx context.Context, dst *sqlitepersist.Store, src dshformat.Source, opts ImportOptions) (Summary, error) {
+func Import(ctx context.Context, dst Destination, src dshformat.Source, opts ImportOptions) (Summary, error) {
 	sum := Summary{DryRun: opts.DryRun}
 	if dst == nil && !opts.DryRun {
 		return sum, dsherr.New(dsherr.Internal, "import needs a destination database")
@@ -174,7 +187,7 @@ func Import(ctx context.Context, dst *sqlitepersist.Store, src dshformat.Source,
 }
 
 type importer struct {
-	dst   *sqlitepersist.Store
+	dst   Destination
 	src   dshformat.Source
 	opts  ImportOptions
 	units *checkpoint.Registry
@@ -292,7 +305,7 @@ func (w *importer) flush(ctx context.Context, b *importBatch, emit func(Result))
 		return nil
 	}
 	results := make([]Result, len(b.items))
-	write := func(tx *sqlitepersist.Store) error {
+	write := func(tx Destination) error {
 		for i, it := range b.items {
 			if it.prepared.result != nil {
 				results[i] = *it.prepared.result
@@ -313,7 +326,15 @@ func (w *importer) flush(ctx context.Context, b *importBatch, emit func(Result))
 	if w.opts.DryRun {
 		err = write(w.dst)
 	} else {
-		err = w.dst.WriteTx(ctx, write)
+		err = w.dst.Update(ctx, func(tx backend.Store) error {
+			// Each session nests in its own Update (a savepoint), which
+			// the contract promises inside an Update: the view has it.
+			nested, ok := tx.(Destination)
+			if !ok {
+				return dsherr.New(dsherr.Internal, "import: store view %T cannot nest a transaction", tx)
+			}
+			return write(nested)
+		})
 	}
 	if err != nil {
 		return err
@@ -347,7 +368,7 @@ func (w *importer) prepare(ctx context.Context, h session.Header) prepared {
 			if r := judgeExisting(stored, h); r.Outcome == Conflict {
 				return prepared{result: &r}
 			}
-		case !errors.Is(err, sqlitepersist.ErrNotFound):
+		case !errors.Is(err, backend.ErrNotFound):
 			return prepared{err: err}
 		}
 	}
@@ -387,7 +408,7 @@ func judgeExisting(stored, found session.Header) Result {
 // reimport compares the source's log of a session the database holds with
 // the same lifecycle against the stored one, and appends what the source
 // has beyond it when the stored log is a valid prefix of the source's.
-func (w *importer) reimport(ctx context.Context, st *sqlitepersist.Store, s *dshformat.Session, dry bool) (Result, error) {
+func (w *importer) reimport(ctx context.Context, st backend.Store, s *dshformat.Session, dry bool) (Result, error) {
 	id := s.Header.ID
 	r := Result{ID: id, Location: s.Location, Outcome: Skipped}
 	a, err := st.Audit(ctx, id)
@@ -449,7 +470,7 @@ func (w *importer) reimport(ctx context.Context, st *sqlitepersist.Store, s *dsh
 // sameAsFound compares a stored log that cannot be appended to (or a source
 // log that cannot be appended) with the source's, as found: "" when they
 // are the same, else what differs.
-func sameAsFound(a *sqlitepersist.AuditRead, s *dshformat.Session) string {
+func sameAsFound(a *backend.AuditRead, s *dshformat.Session) string {
 	switch {
 	case (a.Damaged != nil) != (s.Damage != nil):
 		return "one of them is damaged inside its committed region"
@@ -480,18 +501,17 @@ func sameEvent(a, b session.Event) bool {
 		bytes.Equal(a.SurfaceOp, b.SurfaceOp) && a.Ignorable == b.Ignorable && slices.Equal(a.UnknownKeys, b.UnknownKeys)
 }
 
-// write stores one session (with DryRun: judges it in memory).
 // write imports one session through dst: the batch's transaction (each
 // session in a savepoint of its own), or the store itself in a dry run.
-func (w *importer) write(ctx context.Context, dst *sqlitepersist.Store, listed session.Header, s *dshformat.Session) (Result, error) {
+func (w *importer) write(ctx context.Context, dst Destination, listed session.Header, s *dshformat.Session) (Result, error) {
 	r := Result{ID: s.Header.ID, Location: s.Location, Outcome: Imported, Events: len(s.Events)}
 	if s.Header.ID != listed.ID {
 		r.Outcome, r.Reason = Unreadable, fmt.Sprintf("header id changed to %q while importing", s.Header.ID)
 		return r, nil
 	}
-	var tail *sqlitepersist.TornTail
+	var tail *backend.TornTail
 	if s.Torn != nil {
-		tail = &sqlitepersist.TornTail{FromSeq: s.Torn.FromSeq, Reason: s.Torn.Reason, Raw: s.Torn.Raw}
+		tail = &backend.TornTail{FromSeq: s.Torn.FromSeq, Reason: s.Torn.Reason, Raw: s.Torn.Raw}
 	}
 	if s.Damage != nil {
 		r.Damaged, r.Invalid = true, s.Damage.Err.Error()
@@ -503,7 +523,7 @@ func (w *importer) write(ctx context.Context, dst *sqlitepersist.Store, listed s
 					return r, nil
 				}
 				return w.reimport(ctx, dst, s, true)
-			} else if !errors.Is(err, sqlitepersist.ErrNotFound) {
+			} else if !errors.Is(err, backend.ErrNotFound) {
 				return r, err
 			}
 		}
@@ -511,7 +531,7 @@ func (w *importer) write(ctx context.Context, dst *sqlitepersist.Store, listed s
 		judgeInMemory(&r, s)
 		return r, nil
 	}
-	err := dst.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+	err := dst.Update(ctx, func(tx backend.Store) error {
 		// Checked again under the write lock: another writer may have
 		// stored the id since prepare looked.
 		stored, err := tx.Header(ctx, s.Header.ID)
@@ -522,10 +542,10 @@ func (w *importer) write(ctx context.Context, dst *sqlitepersist.Store, listed s
 			r, err = w.reimport(ctx, tx, s, false)
 			return err
 		}
-		if !errors.Is(err, sqlitepersist.ErrNotFound) {
+		if !errors.Is(err, backend.ErrNotFound) {
 			return err
 		}
-		var res sqlitepersist.ImportResult
+		var res backend.ImportResult
 		if s.Damage != nil {
 			res, err = tx.ImportDamagedSession(ctx, s.Header, s.Events, damagedLog(s.Damage))
 		} else {
@@ -539,7 +559,11 @@ func (w *importer) write(ctx context.Context, dst *sqlitepersist.Store, listed s
 			return err
 		}
 		if s.Format != "" {
-			if err := tx.SetSourceFormat(ctx, s.Header.ID, s.Format); err != nil {
+			fw, ok := tx.(sourceFormatWriter)
+			if !ok {
+				return dsherr.New(dsherr.Internal, "import: store %T cannot record a source format", tx)
+			}
+			if err := fw.SetSourceFormat(ctx, s.Header.ID, s.Format); err != nil {
 				return err
 			}
 		}
@@ -563,7 +587,7 @@ func (w *importer) write(ctx context.Context, dst *sqlitepersist.Store, listed s
 // the projection checkpoint of its fold. The store read the log back while
 // importing it and found it valid, so the events it holds are the source's,
 // up to a torn tail.
-func (w *importer) checkpoint(ctx context.Context, tx *sqlitepersist.Store, s *dshformat.Session, r *Result) error {
+func (w *importer) checkpoint(ctx context.Context, tx backend.Store, s *dshformat.Session, r *Result) error {
 	events := s.Events
 	if r.Torn != nil && r.Torn.FromSeq < int64(len(events)) {
 		events = events[:r.Torn.FromSeq]
@@ -592,8 +616,8 @@ func (w *importer) checkpoint(ctx context.Context, tx *sqlitepersist.Store, s *d
 }
 
 // damagedLog is how the store keeps a source's damage.
-func damagedLog(d *dshformat.Damage) sqlitepersist.DamagedLog {
-	return sqlitepersist.DamagedLog{FromSeq: d.Seq(), Reason: d.Err.Error(), Encoding: string(d.Encoding), Raw: d.Raw}
+func damagedLog(d *dshformat.Damage) backend.DamagedLog {
+	return backend.DamagedLog{FromSeq: d.FromSeq, Reason: d.Err.Error(), Encoding: string(d.Encoding), Raw: d.Raw}
 }
 
 // judgeInMemory fills what an import would keep as found, without a store:
