@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 func TestEnvName(t *testing.T) {
@@ -269,20 +271,22 @@ func TestBusyTimeoutZeroHonoured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closeSeedStore(t, s)
-	ro, err := a.openStoreReadOnly(ctx)
+	closeSeedStore(t, s.(*sqlitepersist.Store))
+	cat, err := a.openStoreReadOnly(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ro := cat.(*sqlitepersist.Store)
 	defer closeSeedStore(t, ro)
 	var got int
 	if err := ro.Querier().QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&got); err != nil || got != 0 {
 		t.Errorf("read-only store: busy_timeout %d (%v), want 0", got, err)
 	}
-	w, err := a.openStore(ctx)
+	wcat, err := a.openStore(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	w := wcat.(*sqlitepersist.Store)
 	defer closeSeedStore(t, w)
 	if err := w.Querier().QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&got); err != nil || got != 0 {
 		t.Errorf("writable store: busy_timeout %d (%v), want 0", got, err)
