@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"reflect"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/dsh-project/dsh/internal/pgtest"
 	"github.com/dsh-project/dsh/internal/session"
@@ -127,7 +130,7 @@ func importLog(i int) []session.Event {
 func runAndKill(t *testing.T, role, url string, r *rand.Rand) []string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashRoleEnv+"="+role, crashDBEnv+"="+url)
+	cmd.Env = append(os.Environ(), crashRoleEnv+"="+role, crashDBEnv+"="+withAppName(t, url, crashWriterApp))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +156,49 @@ func runAndKill(t *testing.T, role, url string, r *rand.Rand) []string {
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
 		t.Fatalf("writer ended before it was killed (%v): %s", err, stderr.String())
 	}
+	waitWritersGone(t, url)
 	return acked
+}
+
+// crashWriterApp is the application_name the writer's connections carry.
+const crashWriterApp = "dsh-crash-writer"
+
+func withAppName(t *testing.T, rawURL, app string) string {
+	u, err := neturl.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// waitWritersGone waits until the server has ended the killed writer's
+// sessions. A COMMIT the writer sent just before it died may still be
+// executing when the process is gone; it commits or rolls back on its own
+// (what is acknowledged was committed either way), and the check and the
+// next writer must see the outcome, not race it.
+func waitWritersGone(t *testing.T, url string) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var n int
+		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()", crashWriterApp).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed writer's %d server session(s) are still open after 30s", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func TestCrashMidAppendLosesNothingAcknowledged(t *testing.T) {
