@@ -617,7 +617,7 @@ func (w *importer) checkpoint(ctx context.Context, tx backend.Store, s *dshforma
 
 // damagedLog is how the store keeps a source's damage.
 func damagedLog(d *dshformat.Damage) backend.DamagedLog {
-	return backend.DamagedLog{FromSeq: d.FromSeq, Reason: d.Err.Error(), Encoding: string(d.Encoding), Raw: d.Raw}
+	return backend.DamagedLog{FromSeq: d.Seq(), Reason: d.Err.Error(), Encoding: string(d.Encoding), Raw: d.Raw}
 }
 
 // judgeInMemory fills what an import would keep as found, without a store:
