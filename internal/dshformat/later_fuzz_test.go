@@ -42,7 +42,7 @@ func FuzzLaterHeader(f *testing.F) {
 // cut of a seeded header is a tagged marker's seq or past the end;
 // validation never panics.
 func FuzzLaterLog(f *testing.F) {
-	f.Add([]byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}` + "\n"), true)
+	f.Add([]byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`+"\n"), true)
 	f.Add([]byte(`{"type":"text-chunks","seq":0,"time":1,"data":{}}`+"\n"+`{"type":"session/end-seed","seq":1,"time":1,"data":{"inherited":true}}`+"\n"), false)
 	f.Fuzz(func(t *testing.T, body []byte, seeded bool) {
 		header := v4Header

@@ -403,6 +403,16 @@ func TestImportCancelled(t *testing.T) {
 	}
 }
 
+// Without $DSH_HOME, dsh-home: means ~/.dsh, as for DSH itself.
+func TestParseLocationDefaultHome(t *testing.T) {
+	t.Setenv("DSH_HOME", "")
+	t.Setenv("HOME", "/users/dev")
+	got, err := ParseLocation("dsh-home:")
+	if err != nil || got != (Location{KindDSHHome, "/users/dev/.dsh"}) {
+		t.Fatalf("%+v %v", got, err)
+	}
+}
+
 func TestParseLocation(t *testing.T) {
 	t.Setenv("DSH_HOME", "/env/home")
 	for _, tc := range []struct {
