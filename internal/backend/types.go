@@ -277,3 +277,13 @@ type CheckpointRecord struct {
 	// Rows is package checkpoint's encoding of the unit rows, stored as given.
 	Rows []byte
 }
+
+// ListedChild is one subagent child as a warm listing needs it, read in the
+// same row as its header (a backend's one-query ChildListing).
+type ListedChild struct {
+	Header      session.Header
+	HasChildren bool
+	// Checkpoint is the rows text of the child's checkpoint record when its
+	// lifecycle witness equals the header (nil: no such record).
+	Checkpoint []byte
+}

@@ -152,6 +152,16 @@ func scenario(t *testing.T, st backend.Backend) []string {
 	cp.AsOfSeq, cp.Rows = 7, []byte(`{"subagent":{"ver":1,"seq":3,"val":null}}`)
 	rec("replace checkpoint", nil, st.PutCheckpoint(ctx, cp))
 	rec("put fork checkpoint", nil, st.PutCheckpoint(ctx, backend.CheckpointRecord{Witness: session.Header{ID: "fork", CreatedAt: 1500, ParentSession: ptr("parent"), SeedLength: ptr(int64(0))}, AsOfSeq: -1, Rows: []byte(`{}`)}))
+	type childLister interface {
+		ChildListing(context.Context, string, func(backend.ListedChild) error) error
+		SubtreeListing(context.Context, string, func(backend.ListedChild) error) error
+	}
+	var listed []backend.ListedChild
+	rec("child listing", &listed, st.(childLister).ChildListing(ctx, "parent", func(c backend.ListedChild) error { listed = append(listed, c); return nil }))
+	var sub []backend.ListedChild
+	err = st.(childLister).SubtreeListing(ctx, "parent", func(c backend.ListedChild) error { sub = append(sub, c); return nil })
+	slices.SortFunc(sub, func(a, b backend.ListedChild) int { return strings.Compare(a.Header.ID, b.Header.ID) })
+	rec("subtree listing", sub, err)
 	got, found, err := st.Checkpoint(ctx, "child-a")
 	rec("checkpoint", []any{got, found}, err)
 	var all []backend.CheckpointRecord

@@ -4,18 +4,11 @@ import (
 	"context"
 	"database/sql"
 
-	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/backend"
 )
 
-// ListedChild is one subagent child as a warm listing needs it, read in the
-// same row as its header.
-type ListedChild struct {
-	Header      session.Header
-	HasChildren bool
-	// Checkpoint is the rows text of the child's checkpoint record when its
-	// lifecycle witness equals the header (nil: no such record).
-	Checkpoint []byte
-}
+// ListedChild is the backend contract's.
+type ListedChild = backend.ListedChild
 
 // ChildListing calls fn for every subagent-origin child of parent in
 // (createdAt, id) order with its hasChildren and its checkpoint record, in

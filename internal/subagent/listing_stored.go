@@ -3,24 +3,24 @@ package subagent
 import (
 	"context"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 // ChildListingSource is a header source that reads one parent's subagent
 // children together with their hasChildren and witness-matched checkpoint
-// records in one query (sqlitepersist.Store). ListChildren uses it when
+// records in one query (sqlitepersist.Store, pgstore.Store). ListChildren uses it when
 // nothing is live, so that a warm listing is one statement and one pass.
 type ChildListingSource interface {
-	ChildListing(ctx context.Context, parent string, fn func(sqlitepersist.ListedChild) error) error
+	ChildListing(ctx context.Context, parent string, fn func(backend.ListedChild) error) error
 }
 
 // SubtreeListingSource is ChildListingSource for a whole tree: every
 // session below root, of any origin, with its hasChildren and its
 // witness-matched checkpoint record, in one query.
 type SubtreeListingSource interface {
-	SubtreeListing(ctx context.Context, root string, fn func(sqlitepersist.ListedChild) error) error
+	SubtreeListing(ctx context.Context, root string, fn func(backend.ListedChild) error) error
 }
 
 // listStoredTree enumerates root's descendants as Descendants does (nothing
@@ -28,7 +28,7 @@ type SubtreeListingSource interface {
 func listStoredTree(ctx context.Context, c *corpus.Corpus, src SubtreeListingSource, root string) ([]corpus.Record, []storedRecord, error) {
 	tree := corpus.NewSubtree(root)
 	rows := map[string][]byte{}
-	err := src.SubtreeListing(ctx, root, func(c sqlitepersist.ListedChild) error {
+	err := src.SubtreeListing(ctx, root, func(c backend.ListedChild) error {
 		tree.Add(c.Header)
 		if c.Checkpoint != nil {
 			rows[c.Header.ID] = c.Checkpoint
@@ -62,7 +62,7 @@ func listStored(ctx context.Context, src ChildListingSource, parent string) ([]c
 		stored storedRecord
 	}
 	var kids []child
-	err := src.ChildListing(ctx, parent, func(c sqlitepersist.ListedChild) error {
+	err := src.ChildListing(ctx, parent, func(c backend.ListedChild) error {
 		kids = append(kids, child{
 			rec:    corpus.Record{Header: c.Header, HasChildren: c.HasChildren, ParentID: parent, Depth: 1},
 			stored: storedRecord{rows: c.Checkpoint},
