@@ -14,7 +14,7 @@ import (
 // newDevCmd holds commands for dsh's own development (benchmark corpora);
 // it is hidden from help.
 func newDevCmd(a *app) *cobra.Command {
-	c := newGroupCmd("dev", "Tools for developing dsh", "Tools for developing dsh itself.", newGenCorpusCmd(a), newGenDocsCmd(a))
+	c := newGroupCmd("dev", "Tools for developing dsh", "Tools for developing dsh itself.", newGenCorpusCmd(a))
 	c.Hidden = true
 	return c
 }
