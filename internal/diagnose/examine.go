@@ -80,7 +80,10 @@ func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution) 
 			checkInterruptedTurn(s, log)
 		}
 		if h.IsSubagent() {
-			checkDescriptors(s, log.Events, live)
+			// The cut of the header read with the events: a later
+			// format's cut is its tagged marker, which an enumerated
+			// header cannot know.
+			checkDescriptors(s, log.Events, log.Header.InheritedCut(), live)
 		}
 	}
 	if err := a.checkCache(ctx, s, log, res); err != nil {
@@ -265,8 +268,7 @@ func descriptorVersion(data []byte) string {
 // resume takes the first descriptor of the own suffix (seq >= the inherited
 // cut). A running child without its own descriptor is in its creation
 // window, which is not a finding.
-func checkDescriptors(s *sessionAudit, events []session.Event, live bool) {
-	cut := s.header.InheritedCut()
+func checkDescriptors(s *sessionAudit, events []session.Event, cut int64, live bool) {
 	var own, seed []descriptorOutcome
 	for _, e := range events {
 		if e.Type != session.TypeDescriptor {
