@@ -23,6 +23,7 @@ import (
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dshfixtures"
 	"github.com/dsh-project/dsh/internal/pgstore"
+	"github.com/dsh-project/dsh/internal/pgtest"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/unprivileged"
@@ -77,6 +78,52 @@ func dshCommand() {
 
 func TestScripts(t *testing.T) {
 	testscript.Run(t, scriptParams(t, nil))
+}
+
+// TestScriptsPostgres runs the scripts again with DSH_DB naming a fresh
+// PostgreSQL database of their own: the CLI must print the same on both
+// backends. Scripts see the condition [postgres]. The scripts in
+// scriptsNotOnPostgres are skipped with the reason: they copy or compare
+// the database file, name its path in golden output or use SQLite-only SQL,
+// and need a [postgres] branch first (docs/postgres.md, "Not done yet").
+func TestScriptsPostgres(t *testing.T) {
+	admin := pgtest.AdminURL(t)
+	testscript.Run(t, scriptParams(t, func(env *testscript.Env) error {
+		name := strings.TrimPrefix(filepath.Base(env.WorkDir), "script-")
+		if why, ok := scriptsNotOnPostgres[name]; ok {
+			env.T().Skip("not yet run on PostgreSQL: " + why)
+		}
+		url, drop, err := pgtest.CreateDatabase(context.Background(), admin)
+		if err != nil {
+			return err
+		}
+		env.Defer(func() {
+			if err := drop(); err != nil {
+				env.T().Fatal(err)
+			}
+		})
+		env.Setenv("DSH_DB", url)
+		env.Setenv(scriptBackendEnv, "postgres")
+		return nil
+	}))
+}
+
+// scriptsNotOnPostgres are the scripts TestScriptsPostgres skips, and why.
+var scriptsNotOnPostgres = map[string]string{
+	"cache":        "compares the database file before and after",
+	"config":       "golden output names the SQLite path",
+	"debug":        "expects SQLite's statements in the debug log",
+	"demo":         "golden output names the SQLite path",
+	"diagnose":     "compares the database file before and after",
+	"errors":       "exercises SQLite file errors (permissions, symlinks, foreign files)",
+	"export":       "compares the database file before and after",
+	"import":       "compares the database file before and after",
+	"init":         "golden output names the SQLite path",
+	"list":         "compares the database file before and after",
+	"resume":       "uses SQLite's rowid and group_concat",
+	"session_new":  "checks the database file exists",
+	"session_show": "compares the database file before and after",
+	"start_live":   "kills a holder with a shell script that reads the SQLite file",
 }
 
 // scriptBackendEnv tells script commands (sql, load-jsonl) which backend
