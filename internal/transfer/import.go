@@ -66,9 +66,8 @@ type Result struct {
 	Checkpointed bool
 }
 
-// Summary is a whole import: counts by outcome and every session's result,
-// the source's sessions in id order followed by files that did not yield a
-// session.
+// Summary is a whole import: counts by outcome and, unless the results are
+// streamed to ImportOptions.OnResult, every session's result.
 type Summary struct {
 	DryRun     bool
 	Imported   int
@@ -78,7 +77,11 @@ type Summary struct {
 	Unreadable int
 	// Events counts the events of the imported sessions and those
 	// appended.
-	Events  int
+	Events int
+	// Results are the sessions' results, the source's sessions in id order
+	// followed by files that did not yield a session. It stays nil when
+	// ImportOptions.OnResult is set: a streaming caller holds nothing per
+	// session, so an import's memory is flat in the number of sessions.
 	Results []Result
 }
 
@@ -86,7 +89,7 @@ type Summary struct {
 // unreadable session.
 func (s Summary) Failed() bool { return s.Conflicts > 0 || s.Unreadable > 0 }
 
-func (s *Summary) add(r Result) {
+func (s *Summary) count(r Result) {
 	switch r.Outcome {
 	case Imported:
 		s.Imported++
@@ -101,7 +104,6 @@ func (s *Summary) add(r Result) {
 	case Unreadable:
 		s.Unreadable++
 	}
-	s.Results = append(s.Results, r)
 }
 
 // ImportOptions configure Import.
@@ -117,7 +119,8 @@ type ImportOptions struct {
 	// the total, after each one.
 	Progress func(done, total int)
 	// OnResult, when set, is called with each session's result as soon as
-	// it is decided, in the order of Summary.Results.
+	// it is committed, in the order Summary.Results would hold them (which
+	// then stays nil).
 	OnResult func(Result)
 }
 
@@ -171,9 +174,11 @@ func Import(ctx context.Context, dst Destination, src dshformat.Source, opts Imp
 	}
 	w := &importer{dst: dst, src: src, opts: opts, units: subagent.NewRegistry()}
 	add := func(r Result) {
-		sum.add(r)
+		sum.count(r)
 		if opts.OnResult != nil {
 			opts.OnResult(r)
+		} else {
+			sum.Results = append(sum.Results, r)
 		}
 		step()
 	}
