@@ -123,7 +123,6 @@ var scriptsNotOnPostgres = map[string]string{
 	"resume":       "uses SQLite's rowid and group_concat",
 	"session_new":  "checks the database file exists",
 	"session_show": "compares the database file before and after",
-	"start_live":   "kills a holder with a shell script that reads the SQLite file",
 }
 
 // scriptBackendEnv tells script commands (sql, load-jsonl) which backend
