@@ -74,6 +74,12 @@ func readStable(path string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A file larger than the log it may hold is refused unread: a
+		// plain log is its text, and compression never grows a real one.
+		if before.Size() > maxLogText {
+			return nil, corruptAt(path, "", "session log exceeds dsh's size limit",
+				fmt.Errorf("%w: file of %d bytes, at most %d allowed", errTooLarge, before.Size(), maxLogText))
+		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, err
@@ -104,6 +110,12 @@ func decodePlainLogAsFound(ctx context.Context, path string, text []byte) (*Sess
 	}
 	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: nl + 1, budget: maxLogText, later: session.IsLaterFormat(h.Version)}
 	err = sc.scan(text, nl+1)
+	// A line over the size limit is damage kept as found: the file is
+	// within the log limit, so its text is too.
+	var ce *CorruptError
+	if errors.Is(err, errTooLarge) && errors.As(err, &ce) {
+		sc.damage, err = ce, errDamaged
+	}
 	if errors.Is(err, errDamaged) {
 		return sc.damaged(h, text, RawJSONLText), nil
 	}
@@ -147,16 +159,31 @@ func decodeZstdLogAsFound(ctx context.Context, path string, data []byte) (*Sessi
 		}
 		return nil, corruptAt(path, "", "empty or header-less Zstandard session log", nil)
 	}
-	dec, err := logDecoder()
-	if err != nil {
-		return nil, err
-	}
 	frameFailed := func(f frame, err error) *CorruptError {
-		e := corruptAt(path, "", fmt.Sprintf("corrupt Zstandard session log: frame at byte %d failed validation", f.start), err)
+		msg := fmt.Sprintf("corrupt Zstandard session log: frame at byte %d failed validation", f.start)
+		if errors.Is(err, errTooLarge) {
+			msg = "session log exceeds dsh's size limit"
+		}
+		e := corruptAt(path, "", msg, err)
 		e.Frame = int64(f.start)
 		return e
 	}
-	text, err := decodeFrame(dec, data[scan.frames[0].start:scan.frames[0].end], nil)
+	// The whole log is decoded into one buffer: sized once from the
+	// frames' declared content sizes when they fit the limit, so a log
+	// that claims more costs nothing before it is refused.
+	var declared uint64
+	var over *frame // the first frame the declared sizes put over the limit
+	for i, f := range scan.frames {
+		declared += min(f.contentLen, maxLogText+1)
+		if declared > maxLogText && over == nil {
+			over = &scan.frames[i]
+		}
+	}
+	size := uint64(0)
+	if over == nil {
+		size = declared + 2*maxBlockText
+	}
+	text, err := decodeFrameInto(make([]byte, 0, size), data, scan.frames[0], maxLineText)
 	if err != nil {
 		return nil, frameFailed(scan.frames[0], err)
 	}
@@ -184,6 +211,9 @@ func decodeZstdLogAsFound(ctx context.Context, path string, data []byte) (*Sessi
 		}
 		return framesDamaged(e), nil
 	}
+	if over != nil {
+		return framesDamaged(frameFailed(*over, fmt.Errorf("%w: the frames up to the one at byte %d declare more than %d bytes", errTooLarge, over.start, maxLogText))), nil
+	}
 	headerEnd := len(text)
 	// starts maps decoded text back to frames for error locations.
 	starts := []frameStart{{text: 0, file: 0}}
@@ -192,17 +222,18 @@ func decodeZstdLogAsFound(ctx context.Context, path string, data []byte) (*Sessi
 			return nil, err
 		}
 		starts = append(starts, frameStart{text: len(text), file: f.start})
-		plain, err := decodeFrame(dec, data[f.start:f.end], nil)
-		if err != nil {
+		// A log over the size limit is kept as found, as its frames: they
+		// are small however much they decode to.
+		if text, err = decodeFrameInto(text, data, f, maxLogText); err != nil {
 			return framesDamaged(frameFailed(f, err)), nil
 		}
-		if len(text)+len(plain) > maxLogText {
-			return nil, frameFailed(f, errTooLarge)
-		}
-		text = append(text, plain...)
 	}
 	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: headerEnd, frames: starts, budget: maxLogText, later: session.IsLaterFormat(h.Version)}
 	err = sc.scan(text, headerEnd)
+	var ce *CorruptError
+	if errors.Is(err, errTooLarge) && errors.As(err, &ce) {
+		return framesDamaged(ce), nil
+	}
 	if errors.Is(err, errDamaged) {
 		return sc.damaged(h, text, RawJSONLText), nil
 	}
@@ -225,13 +256,15 @@ func decodeZstdLogAsFound(ctx context.Context, path string, data []byte) (*Sessi
 	// Salvage the complete blocks of the torn frame; a failure recovers
 	// nothing, as DSH swallows errors of this attempt.
 	if rebuilt := rebuildTornFrame(data, scan.torn); rebuilt != nil {
-		if plain, err := decodeFrame(dec, rebuilt, nil); err == nil && len(text)+len(plain) <= maxLogText {
-			sc.frames = append(sc.frames, frameStart{text: len(text), file: scan.tornStart})
-			from := len(text)
-			// The accepted events' data point into text, so the salvaged
-			// text is appended after it, never over it.
-			text = append(text, plain...)
-			if err := sc.scan(text, from); err != nil {
+		from := len(text)
+		// The accepted events' data point into text, so the salvaged
+		// text is appended after it, never over it.
+		if grown, err := decodeFrameInto(text, rebuilt, frame{start: 0, end: len(rebuilt)}, maxLogText); err == nil {
+			text = grown
+			sc.frames = append(sc.frames, frameStart{text: from, file: scan.tornStart})
+			// A salvaged line over the line limit ends the salvage: it
+			// joins the torn tail.
+			if err := sc.scan(text, from); err != nil && !errors.Is(err, errTooLarge) {
 				return nil, err
 			}
 		}
@@ -305,6 +338,11 @@ func (s *lineScanner) scan(text []byte, from int) error {
 		}
 		line := text[pos : pos+nl]
 		s.line++
+		if len(line) > maxLineText {
+			ce := s.locate(pos, "session log exceeds dsh's size limit")
+			ce.Line, ce.Err = s.line, fmt.Errorf("%w: line of %d bytes, at most %d allowed", errTooLarge, len(line), maxLineText)
+			return ce
+		}
 		if s.line%4096 == 0 {
 			if err := s.ctx.Err(); err != nil {
 				return err

@@ -453,7 +453,7 @@ func decodeRowData(v any, packed bool) ([]byte, error) {
 	case string:
 		return jsjson.WellFormedUTF8([]byte(d)), nil
 	case []byte:
-		limit := maxFrameText
+		limit := maxLineText
 		if packed {
 			limit = sqliteMaxRowBytes
 		}

@@ -146,8 +146,8 @@ func TestZstdLogFailures(t *testing.T) {
 		{"bad checksum", cat(header, corruptChecksum), "frame at byte", ""},
 		{"unterminated line in a complete frame", cat(header, frameOf(t, turnStart(0)+"\n"+`{"type":"x"`)), "complete frame contains a torn JSONL record", ""},
 		{"unparsable line in a complete frame", cat(header, frameOf(t, turnStart(0)+"\ngarbage\n")), "complete frame contains a torn JSONL record", ""},
-		{"declared content size over the limit", cat(header, hugeFCS), "failed validation", ""},
-		{"window over the limit", cat(header, hugeWindow), "failed validation", ""},
+		{"declared content size over the limit", cat(header, hugeFCS), "exceeds dsh's size limit", ""},
+		{"window over the limit", cat(header, hugeWindow), "exceeds dsh's size limit", ""},
 		{"torn frame with a hostile window", cat(header, events, hugeWindow[:len(hugeWindow)-2]), "", "torn final Zstandard frame"},
 		{"partial magic after frames", cat(header, events, zstdMagic[:2]), "", "torn final Zstandard frame"},
 	} {

@@ -1,9 +1,12 @@
 package dshformat
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -16,15 +19,19 @@ import (
 
 var zstdMagic = [4]byte{0x28, 0xB5, 0x2F, 0xFD}
 
-// Decompression limits. DSH writes frames of a few megabytes at most; the
-// limits only stop hostile input (a frame declaring a terabyte, a
-// decompression bomb) from exhausting memory.
+// Size limits (docs/dsh-compatibility.md, "Size limits"). DSH itself bounds
+// neither a JSONL line nor a log; it writes frames of a few megabytes at
+// most, and its SQLite codec caps a row's data at 1 MiB. The limits stop
+// hostile input (a frame declaring a terabyte, a decompression bomb) from
+// exhausting memory: a log is decoded into one buffer of at most
+// maxLogText bytes, so a read holds little more than that.
 const (
-	// maxFrameText bounds one frame's decompressed size, and the window a
-	// frame may declare.
-	maxFrameText = 256 << 20
-	// maxLogText bounds a whole session log's decompressed text.
-	maxLogText = 1 << 30
+	// maxLineText bounds one decoded JSONL line (an event or a packed
+	// row) and one SQLite row's decompressed data.
+	maxLineText = 16 << 20
+	// maxLogText bounds a whole session log's decoded text, and with it
+	// every frame's and the window a frame may declare.
+	maxLogText = 64 << 20
 )
 
 // frame is the structure of one Zstandard frame found by scanFrames.
@@ -204,16 +211,16 @@ var (
 	logDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 		return zstd.NewReader(nil,
 			zstd.WithDecoderConcurrency(decoderPool),
-			zstd.WithDecoderMaxMemory(maxFrameText),
-			zstd.WithDecoderMaxWindow(maxFrameText))
+			zstd.WithDecoderMaxMemory(maxLogText),
+			zstd.WithDecoderMaxWindow(maxLogText))
 	})
 	// cappedDecoder decodes into the caller's buffer and fails rather
 	// than grow it.
 	cappedDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 		return zstd.NewReader(nil,
 			zstd.WithDecoderConcurrency(decoderPool),
-			zstd.WithDecoderMaxMemory(maxFrameText),
-			zstd.WithDecoderMaxWindow(maxFrameText),
+			zstd.WithDecoderMaxMemory(maxLogText),
+			zstd.WithDecoderMaxWindow(maxLogText),
 			zstd.WithDecodeAllCapLimit(true))
 	})
 )
@@ -228,6 +235,81 @@ func decodeFrame(dec *zstd.Decoder, b, dst []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %w", errTooLarge, err)
 	}
 	return out, err
+}
+
+// maxBlockText is the most one Zstandard block decodes to. A decoder
+// checks sizes after each block, so a frame that lies about its size
+// overruns its buffer by at most this much.
+const maxBlockText = 128 << 10
+
+// decodeFrameInto appends the decompressed frame f of the file b to text,
+// refusing (errTooLarge) to let text grow past limit bytes and never
+// allocating much beyond that. A declared content size is checked before
+// any decoding, and the frame decoded into exactly that room (plus a
+// block, so a lying frame fails before its buffer is reallocated); an
+// undeclared one is streamed into text's spare room, which grows at most
+// twice, the second time to the limit. On error the length of text is
+// unchanged.
+func decodeFrameInto(text, b []byte, f frame, limit int) ([]byte, error) {
+	room := limit - len(text)
+	if !f.hasContent {
+		return streamFrameInto(text, b[f.start:f.end], f, limit)
+	}
+	if f.contentLen > uint64(room) {
+		return text, fmt.Errorf("%w: frame at byte %d declares %d bytes, %d of the log's %d left", errTooLarge, f.start, f.contentLen, room, limit)
+	}
+	text = slices.Grow(text, int(f.contentLen)+2*maxBlockText)
+	dec, err := logDecoder()
+	if err != nil {
+		return text, err
+	}
+	out, err := dec.DecodeAll(b[f.start:f.end], text)
+	if err != nil {
+		return text, err
+	}
+	return out, nil
+}
+
+// streamFrameInto decodes one frame without a declared content size.
+// DecodeAll would grow its output by doubling (and overrun a capped buffer
+// by a block before noticing), so the frame is streamed into text's spare
+// room instead; the stream's window is capped at the line limit, more
+// than any DSH or zstd level up to 19 writes.
+func streamFrameInto(text, frame []byte, f frame, limit int) ([]byte, error) {
+	// A reader that is not a bytes.Reader keeps the decoder from
+	// switching to DecodeAll for small inputs.
+	r, err := zstd.NewReader(struct{ io.Reader }{bytes.NewReader(frame)},
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(maxLineText),
+		zstd.WithDecoderMaxMemory(uint64(limit)))
+	if err != nil {
+		return text, err
+	}
+	defer r.Close()
+	n := len(text)
+	for grown := 0; ; grown++ {
+		got, err := io.ReadFull(r, text[len(text):min(cap(text), limit+1)])
+		text = text[:len(text)+got]
+		if len(text) > limit {
+			return text[:n], fmt.Errorf("%w: frame at byte %d decodes to more than the %d bytes left of the log's %d", errTooLarge, f.start, limit-n, limit)
+		}
+		switch {
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			return text, nil
+		case errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded):
+			return text[:n], fmt.Errorf("%w: %w", errTooLarge, err)
+		case err != nil:
+			return text[:n], err
+		}
+		size := limit + 1
+		if grown == 0 {
+			size = min(len(text)+1<<20, limit+1)
+		}
+		next := make([]byte, len(text), size)
+		copy(next, text)
+		text = next
+	}
 }
 
 // decodeCapped decompresses a complete zstd payload (one or more frames)
