@@ -18,6 +18,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the pgx database/sql driver, for the sql command on PostgreSQL
+	"github.com/klauspost/compress/zstd"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/dsh-project/dsh/internal/backend"
@@ -175,6 +176,7 @@ func scriptParams(t *testing.T, backend func(env *testscript.Env) error) testscr
 			"perm":       cmdPerm,
 			"load-jsonl": cmdLoadJSONL,
 			"sql":        cmdSQL,
+			"zstd-bomb":  cmdZstdBomb,
 			// unprivileged N PROG ARGS... is status run as a user file
 			// permissions bind (nobody when the suite runs as root).
 			"unprivileged": cmdUnprivileged,
@@ -327,6 +329,37 @@ func cmdPerm(ts *testscript.TestScript, neg bool, args []string) {
 	if got := fi.Mode().Perm(); got != fs.FileMode(want) {
 		ts.Fatalf("%s has mode %#o, want %#o", args[0], got, want)
 	}
+}
+
+// zstd-bomb HEADER OUT MIB writes the DSH zstd session file OUT: the
+// header line in the file HEADER as its first frame, then one frame of a
+// few kilobytes, built by hand from RLE blocks without a declared size,
+// that decodes to MIB MiB of 128 KiB lines ("x…x\n").
+func cmdZstdBomb(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: zstd-bomb header out mib")
+	}
+	header, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	mib, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	enc, err := zstd.NewWriter(nil)
+	ts.Check(err)
+	out := enc.EncodeAll(header, nil)
+	out = append(out, 0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x58) // no content size, 2 MiB window
+	rle := func(b byte, n int, last bool) {
+		h := uint32(n)<<3 | 1<<1
+		if last {
+			h |= 1
+		}
+		out = append(out, byte(h), byte(h>>8), byte(h>>16), b)
+	}
+	for i := range mib * 8 {
+		rle('x', 128<<10-1, false)
+		rle('\n', 1, i == mib*8-1)
+	}
+	ts.Check(os.MkdirAll(filepath.Dir(ts.MkAbs(args[1])), 0o755))
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), out, 0o644))
 }
 
 // load-jsonl DB FILE... imports DSH JSONL session files (header line, then
