@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
 // Audit reads session id without changing anything and reports the raw
@@ -47,12 +48,13 @@ func (s *Store) Audit(ctx context.Context, id string) (*AuditRead, error) {
 			}
 		}
 		// The same verdict, in the same order, as Inspect.
-		if err := validateStored(id, log); err != nil {
-			a.ReadErr = failedValidation(id, err)
+		events, err := storedlog.ValidateStored(log.state.header, log.events, log.state.verified, log.torn)
+		if err != nil {
+			a.ReadErr = storedlog.FailedValidation(id, err)
 			return nil
 		}
-		a.Events = log.events
-		a.Closers = session.InterruptedTurnClosers(log.events)
+		a.Events = events
+		a.Closers = session.InterruptedTurnClosers(events)
 		return nil
 	})
 	if err != nil {
@@ -74,10 +76,10 @@ func readDamagedPrefix(ctx context.Context, q Querier, id string) (*DamagedLog, 
 	}
 	prefix := make([]session.Event, 0, len(rows))
 	for _, r := range rows {
-		if r.err != nil {
-			return nil, nil, corruptRow(id, r.seq, r.err.Error())
+		if r.Err != nil {
+			return nil, nil, storedlog.CorruptRow(id, r.Seq, r.Err.Error())
 		}
-		prefix = append(prefix, r.ev)
+		prefix = append(prefix, r.Event)
 	}
 	return d, prefix, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
 // closerTypes are the event types an interrupted-turn closer can have.
@@ -88,17 +89,17 @@ func readTypedEvents(ctx context.Context, q Querier, idList string, types []stri
 	defer rows.Close()
 	for rows.Next() {
 		var id string
-		var r storedRow
-		if err := rows.Scan(append([]any{&id}, r.targets()...)...); err != nil {
+		var r storedlog.Row
+		if err := rows.Scan(append([]any{&id}, rowTargets(&r)...)...); err != nil {
 			return err
 		}
 		in, ok := into[id]
 		if !ok {
 			continue // not verified: read one at a time
 		}
-		ev, err := r.decode()
+		ev, err := r.Decode()
 		if err != nil {
-			return corruptRow(id, r.seq, err.Error())
+			return storedlog.CorruptRow(id, r.Seq, err.Error())
 		}
 		in.Events = append(in.Events, ev)
 	}

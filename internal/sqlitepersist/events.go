@@ -4,77 +4,20 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
-// eventColumns are the events columns storedRow scans, in order.
+// eventColumns are the events columns rowTargets scans, in order.
 const eventColumns = "seq, type, time, data, source_event_seqs, surface_op, ignorable, unknown_keys"
 
-// storedRow is one events row as stored, before it is decoded.
-type storedRow struct {
-	seq         int64
-	typ         string
-	time        int64
-	data        sql.NullString
-	sourceSeqs  sql.NullString
-	surfaceOp   sql.NullString
-	ignorable   int64
-	unknownKeys sql.NullString
-}
-
-func (r *storedRow) targets() []any {
-	return []any{&r.seq, &r.typ, &r.time, &r.data, &r.sourceSeqs, &r.surfaceOp, &r.ignorable, &r.unknownKeys}
-}
-
-// raw is what a torn tail keeps of this row: its data text as stored.
-func (r *storedRow) raw() []byte { return []byte(r.data.String) }
-
-// decode turns the row into an event. It fails when a column holds something
-// no write path produces: text that is not JSON where JSON is stored, an
-// empty type, an out-of-range flag. (Whether the event is valid for DSH is
-// the validator's question; this is whether it can be read at all.)
-func (r *storedRow) decode() (session.Event, error) {
-	e := session.Event{Type: r.typ, Seq: r.seq, Time: r.time}
-	if r.typ == "" {
-		return e, errors.New("empty type")
-	}
-	if r.data.Valid {
-		if !json.Valid([]byte(r.data.String)) {
-			return e, errors.New("data is not valid JSON")
-		}
-		e.Data = json.RawMessage(r.data.String)
-	}
-	if r.sourceSeqs.Valid {
-		seqs := []int64{}
-		if err := json.Unmarshal([]byte(r.sourceSeqs.String), &seqs); err != nil || seqs == nil {
-			return e, fmt.Errorf("source_event_seqs %q is not a JSON array of integers", r.sourceSeqs.String)
-		}
-		e.SourceEventSeqs = seqs
-		e.HasSourceEventSeqs = true
-	}
-	if r.surfaceOp.Valid {
-		if !json.Valid([]byte(r.surfaceOp.String)) {
-			return e, errors.New("surface_op is not valid JSON")
-		}
-		e.SurfaceOp = json.RawMessage(r.surfaceOp.String)
-	}
-	switch r.ignorable {
-	case 0:
-	case 1:
-		e.Ignorable = true
-	default:
-		return e, fmt.Errorf("ignorable is %d, not 0 or 1", r.ignorable)
-	}
-	if r.unknownKeys.Valid {
-		if err := json.Unmarshal([]byte(r.unknownKeys.String), &e.UnknownKeys); err != nil || e.UnknownKeys == nil {
-			return e, fmt.Errorf("unknown_keys %q is not a JSON array of strings", r.unknownKeys.String)
-		}
-	}
-	return e, nil
+// rowTargets are the scan targets of eventColumns; a NULL column scans into
+// a nil pointer.
+func rowTargets(r *storedlog.Row) []any {
+	return []any{&r.Seq, &r.Type, &r.Time, &r.Data, &r.SourceEventSeqs, &r.SurfaceOp, &r.Ignorable, &r.UnknownKeys}
 }
 
 // insertEvents writes events as rows of session id, exactly as given.

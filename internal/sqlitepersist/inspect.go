@@ -3,11 +3,10 @@ package sqlitepersist
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"strings"
 
-	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
 func readDamagedLog(ctx context.Context, q Querier, id string) (*DamagedLog, error) {
@@ -38,7 +37,7 @@ func readSessionState(ctx context.Context, q Querier, id string) (sessionState, 
 	err := q.QueryRowContext(ctx, "SELECT "+headerColumns+", next_seq, verified, validator_state FROM sessions WHERE id = ?", id).
 		Scan(append(r.targets(), &st.nextSeq, &verified, &st.validatorState)...)
 	if err == sql.ErrNoRows {
-		return st, notFound(id)
+		return st, storedlog.NotFound(id)
 	}
 	if err != nil {
 		return st, err
@@ -69,14 +68,6 @@ type storedLog struct {
 	torn   *TornTail
 }
 
-// decodedRow is one row after decoding: the event, or why it cannot be read.
-type decodedRow struct {
-	seq int64
-	ev  session.Event
-	err error
-	raw []byte // stored data bytes, kept only for rows that failed to decode
-}
-
 // scanLog reads session id's whole log and applies DSH's commit rule: a row
 // that cannot be decoded, or whose seq breaks contiguity, starts a torn tail
 // when no decodable turn/end follows it, and is corruption otherwise. A
@@ -92,7 +83,7 @@ func scanLog(ctx context.Context, q Querier, id string) (*storedLog, error) {
 		return nil, err
 	}
 	if damaged != nil {
-		return nil, corruptRow(id, damaged.FromSeq, damaged.Reason)
+		return nil, storedlog.CorruptRow(id, damaged.FromSeq, damaged.Reason)
 	}
 	imported, err := readTornTail(ctx, q, id)
 	if err != nil {
@@ -108,111 +99,32 @@ func scanLog(ctx context.Context, q Querier, id string) (*storedLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := &storedLog{state: st, torn: imported}
-	lastTurnEnd := -1
-	for i := len(rows) - 1; i >= 0; i-- {
-		if rows[i].err == nil && rows[i].ev.Type == session.TypeTurnEnd {
-			lastTurnEnd = i
-			break
-		}
+	events, torn, err := storedlog.Split(id, rows, imported)
+	if err != nil {
+		return nil, err
 	}
-	log.events = make([]session.Event, 0, len(rows))
-	for i, r := range rows {
-		reason := ""
-		switch {
-		case r.err != nil:
-			reason = r.err.Error()
-		case r.seq != int64(i):
-			reason = fmt.Sprintf("seq %d is not contiguous; expected %d", r.seq, i)
-		}
-		if reason == "" {
-			log.events = append(log.events, r.ev)
-			continue
-		}
-		if i <= lastTurnEnd {
-			return nil, corruptRow(id, r.seq, reason)
-		}
-		raw := r.raw
-		if r.err == nil {
-			raw = r.ev.Data
-		}
-		log.torn = &TornTail{FromSeq: r.seq, Reason: reason, Raw: raw}
-		break
-	}
-	return log, nil
+	return &storedLog{state: st, events: events, torn: torn}, nil
 }
 
 // decodeRows reads and decodes the rows of an events query; sizeHint is the
 // expected row count (next_seq), used only to preallocate.
-func decodeRows(ctx context.Context, q Querier, sizeHint int64, query string, args ...any) ([]decodedRow, error) {
+func decodeRows(ctx context.Context, q Querier, sizeHint int64, query string, args ...any) ([]storedlog.Decoded, error) {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := make([]decodedRow, 0, max(sizeHint, 0))
+	out := make([]storedlog.Decoded, 0, max(sizeHint, 0))
+	var r storedlog.Row
+	targets := rowTargets(&r)
 	for rows.Next() {
-		var r storedRow
-		if err := rows.Scan(r.targets()...); err != nil {
+		r = storedlog.Row{}
+		if err := rows.Scan(targets...); err != nil {
 			return nil, err
 		}
-		d := decodedRow{seq: r.seq}
-		d.ev, d.err = r.decode()
-		if d.err != nil {
-			d.raw = r.raw()
-		}
-		out = append(out, d)
+		out = append(out, storedlog.DecodeRow(&r))
 	}
 	return out, rows.Err()
-}
-
-// replay validates a whole log the way DSH restores a session and returns
-// the validator positioned after it.
-func replay(h session.Header, events []session.Event) (*session.Validator, error) {
-	events, err := session.NormalizeLegacy(h.ID, events)
-	if err != nil {
-		return nil, err
-	}
-	v := session.NewValidator(h)
-	err = session.ValidateHeader(h)
-	for i := 0; err == nil && i < len(events); i++ {
-		err = v.Add(events[i])
-	}
-	if err != nil {
-		// A log with several problems reports the one DSH reports first.
-		if first := session.ValidateLog(h, events); first != nil {
-			return nil, first
-		}
-		return nil, err
-	}
-	return v, nil
-}
-
-// validateStored gives a stored log DSH's read-side treatment: older
-// format-0 records are converted (storage is never rewritten), then the log
-// is validated. A log recorded as verified with no torn tail was validated
-// when dsh wrote it and no row has changed since (migration 0001's triggers
-// clear the flag on any other change), so its verdict is known without
-// validating it again.
-func validateStored(id string, log *storedLog) error {
-	events, err := session.NormalizeLegacy(id, log.events)
-	if err != nil {
-		return err
-	}
-	log.events = events
-	if log.state.verified && log.torn == nil {
-		return nil
-	}
-	return session.ValidateLog(log.state.header, log.events)
-}
-
-func corruptRow(id string, seq int64, reason string) error {
-	c := &CorruptRowError{ID: id, Seq: seq, Reason: reason}
-	return &dsherr.Error{Code: dsherr.InvalidLog, Msg: c.Error(), Err: c}
-}
-
-func failedValidation(id string, err error) error {
-	return fmt.Errorf("stored session %q failed validation: %w", id, err)
 }
 
 // Inspect reads session id without changing anything: the header, the valid
@@ -227,9 +139,11 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Inspection, error) {
 		if err != nil {
 			return err
 		}
-		if err := validateStored(id, log); err != nil {
-			return failedValidation(id, err)
+		events, err := storedlog.ValidateStored(log.state.header, log.events, log.state.verified, log.torn)
+		if err != nil {
+			return storedlog.FailedValidation(id, err)
 		}
+		log.events = events
 		ins = &Inspection{
 			Header:   log.state.header,
 			Events:   log.events,
@@ -273,8 +187,8 @@ func (s *Store) InspectTypes(ctx context.Context, id string, types ...string) (*
 			return err
 		}
 		ins = full
-		ins.Events = filterTypes(ins.Events, types)
-		ins.Closers = filterTypes(ins.Closers, types)
+		ins.Events = storedlog.FilterTypes(ins.Events, types)
+		ins.Closers = storedlog.FilterTypes(ins.Closers, types)
 		return nil
 	})
 	if err != nil {
@@ -311,7 +225,7 @@ func inspectVerifiedTypes(ctx context.Context, q Querier, st sessionState, types
 	return &Inspection{
 		Header:   st.header,
 		Events:   events,
-		Closers:  filterTypes(closers, types),
+		Closers:  storedlog.FilterTypes(closers, types),
 		Verified: true,
 	}, nil
 }
@@ -348,23 +262,10 @@ func decodeVerified(ctx context.Context, q Querier, id, query string, args ...an
 	}
 	events := make([]session.Event, 0, len(rows))
 	for _, r := range rows {
-		if r.err != nil {
-			return nil, corruptRow(id, r.seq, r.err.Error())
+		if r.Err != nil {
+			return nil, storedlog.CorruptRow(id, r.Seq, r.Err.Error())
 		}
-		events = append(events, r.ev)
+		events = append(events, r.Event)
 	}
 	return events, nil
-}
-
-func filterTypes(events []session.Event, types []string) []session.Event {
-	out := []session.Event{}
-	for _, e := range events {
-		for _, t := range types {
-			if e.Type == t {
-				out = append(out, e)
-				break
-			}
-		}
-	}
-	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
 // Lease sentinels, matched with errors.Is: the backend contract's.
@@ -87,7 +88,7 @@ func (s *Store) AcquireLease(ctx context.Context, id string, h LeaseHolder) (rep
 			return err
 		}
 		if !exists {
-			return notFound(id)
+			return storedlog.NotFound(id)
 		}
 		now := s.now()
 		cur, err := scanLease(q.QueryRowContext(ctx, "SELECT "+leaseColumns+" FROM leases WHERE session_id = ?", id))

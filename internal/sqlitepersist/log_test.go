@@ -10,6 +10,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
 func TestCreateInspectRoundTripKeepsAbsentAndEmptyApart(t *testing.T) {
@@ -643,8 +644,8 @@ func assertInspectTypesMatches(t *testing.T, s *Store, id string) {
 			t.Errorf("InspectTypes%v: %v (Inspect succeeded)", set, err)
 			continue
 		}
-		want := &Inspection{Header: full.Header, Events: filterTypes(full.Events, set), Torn: full.Torn,
-			Closers: filterTypes(full.Closers, set), Verified: full.Verified}
+		want := &Inspection{Header: full.Header, Events: storedlog.FilterTypes(full.Events, set), Torn: full.Torn,
+			Closers: storedlog.FilterTypes(full.Closers, set), Verified: full.Verified}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("InspectTypes%v =\n %+v\nwant\n %+v", set, got, want)
 		}

@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
 // headerColumns are the sessions columns that make up a session.Header, in
@@ -77,14 +77,6 @@ func scanHeader(sc rowScanner) (session.Header, error) {
 	return r.header(), nil
 }
 
-func notFound(id string) error {
-	return &dsherr.Error{Code: dsherr.NotFound, Msg: fmt.Sprintf("session %q not found", id), Err: ErrNotFound}
-}
-
-func duplicate(id string) error {
-	return &dsherr.Error{Code: dsherr.AlreadyExists, Msg: fmt.Sprintf("session %q already exists", id), Err: ErrDuplicate}
-}
-
 func boolInt(b bool) int64 {
 	if b {
 		return 1
@@ -97,7 +89,7 @@ func boolInt(b bool) int64 {
 func (s *Store) Header(ctx context.Context, id string) (session.Header, error) {
 	h, err := scanHeader(s.Querier().QueryRowContext(ctx, "SELECT "+headerColumns+" FROM sessions WHERE id = ?", id))
 	if err == sql.ErrNoRows {
-		return session.Header{}, notFound(id)
+		return session.Header{}, storedlog.NotFound(id)
 	}
 	if err != nil {
 		return session.Header{}, s.storeError(err, "read session "+id)
@@ -200,7 +192,7 @@ func (s *Store) SetSourceFormat(ctx context.Context, id, format string) error {
 		return s.storeError(err, "record the source format of "+id)
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return notFound(id)
+		return storedlog.NotFound(id)
 	}
 	return nil
 }
@@ -211,7 +203,7 @@ func (s *Store) SourceFormat(ctx context.Context, id string) (string, error) {
 	var format sql.NullString
 	err := s.Querier().QueryRowContext(ctx, "SELECT source_format FROM sessions WHERE id = ?", id).Scan(&format)
 	if err == sql.ErrNoRows {
-		return "", notFound(id)
+		return "", storedlog.NotFound(id)
 	}
 	if err != nil {
 		return "", s.storeError(err, "read the source format of "+id)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
 // insertBareHeader inserts the sessions row for h with no bookkeeping yet
@@ -25,7 +26,7 @@ func insertBareHeader(ctx context.Context, q Querier, h session.Header) error {
 		return err
 	}
 	if n == 0 {
-		return duplicate(h.ID)
+		return storedlog.Duplicate(h.ID)
 	}
 	return nil
 }
@@ -54,7 +55,7 @@ func recordVerified(ctx context.Context, q Querier, id string, v *session.Valida
 // *session.ValidationError and nothing is written. An existing id is an
 // error wrapping ErrDuplicate.
 func (s *Store) CreateSession(ctx context.Context, h session.Header, initial []session.Event) error {
-	v, err := replay(h, initial)
+	v, err := storedlog.Replay(h, initial)
 	if err != nil {
 		return fmt.Errorf("create session %q: %w", h.ID, err)
 	}
@@ -131,12 +132,11 @@ func tailValidator(ctx context.Context, q Querier, id string) (*session.Validato
 		return nil, 0, err
 	}
 	if log.torn != nil {
-		return nil, 0, dsherr.New(dsherr.InvalidLog,
-			"session %q has a torn tail from seq %d (%s); load it to repair before appending", id, log.torn.FromSeq, log.torn.Reason)
+		return nil, 0, storedlog.TornTailBlocksAppend(id, log.torn)
 	}
-	v, err := replay(log.state.header, log.events)
+	v, err := storedlog.Replay(log.state.header, log.events)
 	if err != nil {
-		return nil, 0, failedValidation(id, err)
+		return nil, 0, storedlog.FailedValidation(id, err)
 	}
 	return v, v.Next(), nil
 }
@@ -155,9 +155,9 @@ func (s *Store) Load(ctx context.Context, id string) (*Inspection, error) {
 		if err != nil {
 			return err
 		}
-		v, err := replay(log.state.header, log.events)
+		v, err := storedlog.Replay(log.state.header, log.events)
 		if err != nil {
-			return failedValidation(id, err)
+			return storedlog.FailedValidation(id, err)
 		}
 		ins = &Inspection{
 			Header:   log.state.header,
@@ -213,12 +213,8 @@ func (s *Store) ImportDamagedSession(ctx context.Context, h session.Header, pref
 }
 
 func (s *Store) importSession(ctx context.Context, h session.Header, events []session.Event, tail *TornTail, damage *DamagedLog) (ImportResult, error) {
-	seen := make(map[int64]bool, len(events))
-	for _, e := range events {
-		if seen[e.Seq] {
-			return ImportResult{}, dsherr.New(dsherr.InvalidInput, "import session %q: seq %d appears more than once", h.ID, e.Seq)
-		}
-		seen[e.Seq] = true
+	if err := storedlog.DuplicateSeqs(h.ID, events); err != nil {
+		return ImportResult{}, err
 	}
 	var res ImportResult
 	err := s.write(ctx, func(q Querier) error {
@@ -258,9 +254,9 @@ func (s *Store) importSession(ctx context.Context, h session.Header, events []se
 			return err
 		}
 		res.Torn = log.torn
-		v, err := replay(log.state.header, log.events)
+		v, err := storedlog.Replay(log.state.header, log.events)
 		if err != nil {
-			res.Invalid = failedValidation(h.ID, err)
+			res.Invalid = storedlog.FailedValidation(h.ID, err)
 		}
 		if err != nil || log.torn != nil {
 			_, err := q.ExecContext(ctx, "UPDATE sessions SET next_seq = ?, revision = revision + 1 WHERE id = ?", len(log.events), h.ID)
