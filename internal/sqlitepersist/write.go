@@ -155,31 +155,17 @@ func (s *Store) Load(ctx context.Context, id string) (*Inspection, error) {
 		if err != nil {
 			return err
 		}
-		v, err := storedlog.Replay(log.state.header, log.events)
-		if err != nil {
-			return storedlog.FailedValidation(id, err)
+		var v *session.Validator
+		ins, v, err = storedlog.Repair(log.state.header, log.events, log.torn, log.state.verified)
+		if err != nil || v == nil {
+			return err
 		}
-		ins = &Inspection{
-			Header:   log.state.header,
-			Events:   log.events,
-			Torn:     log.torn,
-			Closers:  session.InterruptedTurnClosers(log.events),
-			Verified: true,
-		}
-		if log.torn == nil && len(ins.Closers) == 0 && log.state.verified {
-			return nil
-		}
-		if log.torn != nil {
-			if _, err := q.ExecContext(ctx, "DELETE FROM events WHERE session_id = ? AND seq >= ?", id, log.torn.FromSeq); err != nil {
+		if ins.Torn != nil {
+			if _, err := q.ExecContext(ctx, "DELETE FROM events WHERE session_id = ? AND seq >= ?", id, ins.Torn.FromSeq); err != nil {
 				return err
 			}
 			if _, err := q.ExecContext(ctx, "DELETE FROM torn_tails WHERE session_id = ?", id); err != nil {
 				return err
-			}
-		}
-		for _, c := range ins.Closers {
-			if err := v.Add(c); err != nil {
-				return dsherr.Wrap(dsherr.Internal, err, "closer for interrupted turn of session %q is invalid", id)
 			}
 		}
 		if err := insertEvents(ctx, q, id, ins.Closers); err != nil {

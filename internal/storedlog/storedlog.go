@@ -208,6 +208,37 @@ func Replay(h session.Header, events []session.Event) (*session.Validator, error
 	return v, nil
 }
 
+// Repair decides what a repairing Load does to a log read back as events,
+// cut at torn, with the stored verified flag: the log must pass Replay; its
+// torn tail is dropped and the closers of an interrupted turn are appended
+// (as DSH's repair does). It returns the Inspection the Load reports (Torn
+// and Closers say what the repair did; Events followed by Closers is the
+// repaired log) and the validator positioned after the repaired log, which
+// the store records as verified. The validator is nil when the log needs no
+// write: verified, nothing torn, no turn left open.
+func Repair(h session.Header, events []session.Event, torn *backend.TornTail, verified bool) (*backend.Inspection, *session.Validator, error) {
+	v, err := Replay(h, events)
+	if err != nil {
+		return nil, nil, FailedValidation(h.ID, err)
+	}
+	ins := &backend.Inspection{
+		Header:   h,
+		Events:   events,
+		Torn:     torn,
+		Closers:  session.InterruptedTurnClosers(events),
+		Verified: true,
+	}
+	if torn == nil && len(ins.Closers) == 0 && verified {
+		return ins, nil, nil
+	}
+	for _, c := range ins.Closers {
+		if err := v.Add(c); err != nil {
+			return nil, nil, dsherr.Wrap(dsherr.Internal, err, "closer for interrupted turn of session %q is invalid", h.ID)
+		}
+	}
+	return ins, v, nil
+}
+
 // ValidateStored gives a stored log DSH's read-side treatment: older
 // format-0 records are converted (storage is never rewritten), then the log
 // is validated. A log recorded as verified with no torn tail was validated
