@@ -169,18 +169,8 @@ func (s *Store) Inspect(ctx context.Context, id string) (*backend.Inspection, er
 		if err != nil {
 			return err
 		}
-		events, err := storedlog.ValidateStored(log.state.header, log.events, log.state.verified, log.torn)
-		if err != nil {
-			return storedlog.FailedValidation(id, err)
-		}
-		ins = &backend.Inspection{
-			Header:   log.state.header,
-			Events:   events,
-			Torn:     log.torn,
-			Closers:  session.InterruptedTurnClosers(events),
-			Verified: log.state.verified,
-		}
-		return nil
+		ins, err = storedlog.Inspect(log.state.header, log.events, log.torn, log.state.verified)
+		return err
 	})
 	if err != nil {
 		return nil, s.storeError(err, "inspect session "+id)
@@ -289,14 +279,7 @@ func decodeVerified(ctx context.Context, q querier, id, query string, args ...an
 	if err != nil {
 		return nil, err
 	}
-	events := make([]session.Event, 0, len(rows))
-	for _, r := range rows {
-		if r.Err != nil {
-			return nil, storedlog.CorruptRow(id, r.Seq, r.Err.Error())
-		}
-		events = append(events, r.Event)
-	}
-	return events, nil
+	return storedlog.Verified(id, rows)
 }
 
 // InspectVerifiedTypes is InspectTypes for many sessions at once, limited
@@ -397,26 +380,16 @@ func (s *Store) Audit(ctx context.Context, id string) (*backend.AuditRead, error
 		if err != nil {
 			return err
 		}
-		a = &backend.AuditRead{
-			Header:   log.state.header,
-			Events:   log.events,
-			Torn:     log.torn,
-			Verified: log.state.verified,
-		}
 		// A verified log was written contiguously by dsh and no row has
-		// changed since, so only other logs can have holes.
+		// changed since (the triggers clear the flag on any other change),
+		// so only other logs can have holes.
+		var gaps []backend.SeqGap
 		if !log.state.verified {
-			if a.Gaps, err = seqGaps(ctx, q, id); err != nil {
+			if gaps, err = seqGaps(ctx, q, id); err != nil {
 				return err
 			}
 		}
-		events, err := storedlog.ValidateStored(log.state.header, log.events, log.state.verified, log.torn)
-		if err != nil {
-			a.ReadErr = storedlog.FailedValidation(id, err)
-			return nil
-		}
-		a.Events = events
-		a.Closers = session.InterruptedTurnClosers(events)
+		a = storedlog.Audit(log.state.header, log.events, log.torn, log.state.verified, gaps)
 		return nil
 	})
 	if err != nil {

@@ -33,28 +33,16 @@ func (s *Store) Audit(ctx context.Context, id string) (*AuditRead, error) {
 		if err != nil {
 			return err
 		}
-		a = &AuditRead{
-			Header:   log.state.header,
-			Events:   log.events,
-			Torn:     log.torn,
-			Verified: log.state.verified,
-		}
 		// A verified log was written contiguously by dsh and no row has
-		// changed since (migration 0001's triggers clear the flag on any
-		// other change), so only other logs can have holes.
+		// changed since (the triggers clear the flag on any other change),
+		// so only other logs can have holes.
+		var gaps []SeqGap
 		if !log.state.verified {
-			if a.Gaps, err = seqGaps(ctx, q, id); err != nil {
+			if gaps, err = seqGaps(ctx, q, id); err != nil {
 				return err
 			}
 		}
-		// The same verdict, in the same order, as Inspect.
-		events, err := storedlog.ValidateStored(log.state.header, log.events, log.state.verified, log.torn)
-		if err != nil {
-			a.ReadErr = storedlog.FailedValidation(id, err)
-			return nil
-		}
-		a.Events = events
-		a.Closers = session.InterruptedTurnClosers(events)
+		a = storedlog.Audit(log.state.header, log.events, log.torn, log.state.verified, gaps)
 		return nil
 	})
 	if err != nil {
@@ -74,12 +62,9 @@ func readDamagedPrefix(ctx context.Context, q Querier, id string) (*DamagedLog, 
 	if err != nil {
 		return nil, nil, err
 	}
-	prefix := make([]session.Event, 0, len(rows))
-	for _, r := range rows {
-		if r.Err != nil {
-			return nil, nil, storedlog.CorruptRow(id, r.Seq, r.Err.Error())
-		}
-		prefix = append(prefix, r.Event)
+	prefix, err := storedlog.Verified(id, rows)
+	if err != nil {
+		return nil, nil, err
 	}
 	return d, prefix, nil
 }

@@ -139,19 +139,8 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Inspection, error) {
 		if err != nil {
 			return err
 		}
-		events, err := storedlog.ValidateStored(log.state.header, log.events, log.state.verified, log.torn)
-		if err != nil {
-			return storedlog.FailedValidation(id, err)
-		}
-		log.events = events
-		ins = &Inspection{
-			Header:   log.state.header,
-			Events:   log.events,
-			Torn:     log.torn,
-			Closers:  session.InterruptedTurnClosers(log.events),
-			Verified: log.state.verified,
-		}
-		return nil
+		ins, err = storedlog.Inspect(log.state.header, log.events, log.torn, log.state.verified)
+		return err
 	})
 	if err != nil {
 		return nil, s.storeError(err, "inspect session "+id)
@@ -260,12 +249,5 @@ func decodeVerified(ctx context.Context, q Querier, id, query string, args ...an
 	if err != nil {
 		return nil, err
 	}
-	events := make([]session.Event, 0, len(rows))
-	for _, r := range rows {
-		if r.Err != nil {
-			return nil, storedlog.CorruptRow(id, r.Seq, r.Err.Error())
-		}
-		events = append(events, r.Event)
-	}
-	return events, nil
+	return storedlog.Verified(id, rows)
 }

@@ -256,6 +256,53 @@ func ValidateStored(h session.Header, events []session.Event, verified bool, tor
 	return events, session.ValidateLog(h, events)
 }
 
+// Inspect is the read-only verdict on a log read back as events, cut at
+// torn, with the stored verified flag: ValidateStored's treatment, and the
+// closers an interrupted turn would get.
+func Inspect(h session.Header, events []session.Event, torn *backend.TornTail, verified bool) (*backend.Inspection, error) {
+	events, err := ValidateStored(h, events, verified, torn)
+	if err != nil {
+		return nil, FailedValidation(h.ID, err)
+	}
+	return &backend.Inspection{
+		Header:   h,
+		Events:   events,
+		Torn:     torn,
+		Closers:  session.InterruptedTurnClosers(events),
+		Verified: verified,
+	}, nil
+}
+
+// Audit is the raw facts of a readable log beside the verdict Inspect
+// gives, in the same order: a log that fails validation keeps its events
+// as read and carries the failure as ReadErr. gaps are the holes in its
+// stored seqs.
+func Audit(h session.Header, events []session.Event, torn *backend.TornTail, verified bool, gaps []backend.SeqGap) *backend.AuditRead {
+	a := &backend.AuditRead{Header: h, Events: events, Torn: torn, Verified: verified, Gaps: gaps}
+	events, err := ValidateStored(h, events, verified, torn)
+	if err != nil {
+		a.ReadErr = FailedValidation(h.ID, err)
+		return a
+	}
+	a.Events = events
+	a.Closers = session.InterruptedTurnClosers(events)
+	return a
+}
+
+// Verified returns the events of rows read from a log recorded as
+// verified, where any row that cannot be decoded means the store changed
+// behind its triggers' back: corruption at that row.
+func Verified(id string, rows []Decoded) ([]session.Event, error) {
+	events := make([]session.Event, 0, len(rows))
+	for _, r := range rows {
+		if r.Err != nil {
+			return nil, CorruptRow(id, r.Seq, r.Err.Error())
+		}
+		events = append(events, r.Event)
+	}
+	return events, nil
+}
+
 // CorruptRow is the error for a committed row that cannot be read.
 func CorruptRow(id string, seq int64, reason string) error {
 	c := &backend.CorruptRowError{ID: id, Seq: seq, Reason: reason}
