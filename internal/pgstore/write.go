@@ -234,16 +234,12 @@ func (s *Store) ImportSession(ctx context.Context, h session.Header, events []se
 		if err != nil {
 			return err
 		}
-		res.Torn = torn
-		v, err := storedlog.Replay(h, stored)
-		if err != nil {
-			res.Invalid = storedlog.FailedValidation(h.ID, err)
-		}
-		if err != nil || torn != nil {
+		var v *session.Validator
+		res, v = storedlog.Imported(h, len(events), stored, torn)
+		if v == nil {
 			_, err := q.Exec(ctx, "UPDATE sessions SET next_seq = $1, revision = revision + 1 WHERE id = $2", len(stored), h.ID)
 			return err
 		}
-		res.Verified = true
 		return recordVerified(ctx, q, h.ID, v)
 	})
 	if err != nil {

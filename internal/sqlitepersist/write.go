@@ -239,16 +239,12 @@ func (s *Store) importSession(ctx context.Context, h session.Header, events []se
 		if err != nil {
 			return err
 		}
-		res.Torn = log.torn
-		v, err := storedlog.Replay(log.state.header, log.events)
-		if err != nil {
-			res.Invalid = storedlog.FailedValidation(h.ID, err)
-		}
-		if err != nil || log.torn != nil {
+		var v *session.Validator
+		res, v = storedlog.Imported(log.state.header, len(events), log.events, log.torn)
+		if v == nil {
 			_, err := q.ExecContext(ctx, "UPDATE sessions SET next_seq = ?, revision = revision + 1 WHERE id = ?", len(log.events), h.ID)
 			return err
 		}
-		res.Verified = true
 		return recordVerified(ctx, q, h.ID, v)
 	})
 	if err != nil {

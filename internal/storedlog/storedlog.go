@@ -239,6 +239,24 @@ func Repair(h session.Header, events []session.Event, torn *backend.TornTail, ve
 	return ins, v, nil
 }
 
+// Imported judges a log an import wrote (n events), read back as stored
+// and cut at torn: the result the import reports and, when the log can be
+// recorded as verified, the validator positioned after it. The validator
+// is nil for a torn or invalid log, whose store records only its next seq.
+func Imported(h session.Header, n int, stored []session.Event, torn *backend.TornTail) (backend.ImportResult, *session.Validator) {
+	res := backend.ImportResult{Events: n, Torn: torn}
+	v, err := Replay(h, stored)
+	if err != nil {
+		res.Invalid = FailedValidation(h.ID, err)
+		return res, nil
+	}
+	if torn != nil {
+		return res, nil
+	}
+	res.Verified = true
+	return res, v
+}
+
 // ValidateStored gives a stored log DSH's read-side treatment: older
 // format-0 records are converted (storage is never rewritten), then the log
 // is validated. A log recorded as verified with no torn tail was validated
