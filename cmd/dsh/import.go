@@ -10,6 +10,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/transfer"
 )
@@ -22,12 +23,17 @@ type importOptions struct {
 func newImportCmd(a *app) *cobra.Command {
 	var opts importOptions
 	cmd := &cobra.Command{
-		Use:   "import jsonl:PATH|dsh-sqlite:PATH",
+		Use:   "import jsonl:PATH|dsh-sqlite:PATH|dsh-home:[PATH]|dsh:PATH_OR_URL",
 		Short: "Copy a DSH corpus into the database, exactly as found",
 		Long: `Copy every session of a DSH corpus into the database: jsonl:PATH reads DSH's
 JSONL session files (a file, or a directory searched recursively: DSH's
 <project>/<id>/session.jsonl[.zstd] layout and loose *.jsonl files);
-dsh-sqlite:PATH reads DSH's schema-17 SQLite store. The source is only read.
+dsh-sqlite:PATH reads DSH's schema-17 SQLite store; dsh:PATH_OR_URL reads
+another dsh database, a SQLite file or a postgres:// URL, to move a catalog
+between backends (headers, events byte for byte, torn tails, damaged logs
+and the format each session was first imported from, as stored there). The
+source is only read (a dsh database is opened read-only, as read commands
+open it).
 
 Sessions are copied faithfully: a log that fails DSH's validation, a log
 damaged inside its committed region (an unparsable line or row, a seq gap, a
@@ -63,6 +69,7 @@ Output formats:
 		),
 		Example: `  dsh import jsonl:$HOME/.dsh/sessions
   dsh import dsh-sqlite:$HOME/.dsh/sessions.db --dry-run
+  DSH_DB=postgres://dsh@db.internal/dsh dsh import dsh:$HOME/.local/share/dsh/dsh.db
   dsh import jsonl:./corpus -o json | jq '.sessions[] | select(.outcome != "imported")'`,
 		Args: exactArgs("SOURCE"),
 	}
@@ -89,13 +96,13 @@ Output formats:
 }
 
 func runImport(ctx context.Context, a *app, p *render.Printer, loc transfer.Location, opts importOptions) (err error) {
-	src, err := loc.Open(ctx)
+	src, err := openImportSource(ctx, a, loc)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if cerr := src.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close %s: %w", loc, cerr)
+			err = fmt.Errorf("close import source: %w", cerr)
 		}
 	}()
 	var st catalog
@@ -142,6 +149,28 @@ func runImport(ctx context.Context, a *app, p *render.Printer, loc transfer.Loca
 	}
 	return nil
 }
+
+// openImportSource opens the source read-only: a foreign DSH corpus, or
+// with dsh: another dsh database through its backend (never written: the
+// read-only open read commands use).
+func openImportSource(ctx context.Context, a *app, loc transfer.Location) (dshformat.Source, error) {
+	if loc.Kind != transfer.KindDSH {
+		return loc.Open(ctx)
+	}
+	st, err := a.openReadOnlyAt(ctx, loc.Path)
+	if err != nil {
+		return nil, err
+	}
+	return closingSource{Source: transfer.StoreSource(st, st.Path()), st: st}, nil
+}
+
+// closingSource closes the database a dsh: source was read from.
+type closingSource struct {
+	dshformat.Source
+	st catalog
+}
+
+func (s closingSource) Close() error { return s.st.Close() }
 
 // importSessionView is one session of `dsh import` output.
 type importSessionView struct {

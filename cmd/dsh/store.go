@@ -45,10 +45,21 @@ func (a *app) openStoreReadOnly(ctx context.Context) (catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pgstore.IsURL(cfg.DB) {
-		return nilOnError(pgstore.OpenReadOnly(ctx, cfg.DB))
+	return a.openReadOnlyAt(ctx, cfg.DB)
+}
+
+// openReadOnlyAt opens the dsh database db (a SQLite path or a PostgreSQL
+// URL) as openStoreReadOnly opens the configured one: `import dsh:` reads
+// its source this way.
+func (a *app) openReadOnlyAt(ctx context.Context, db string) (catalog, error) {
+	cfg, err := a.config()
+	if err != nil {
+		return nil, err
 	}
-	return nilOnError(sqlitepersist.OpenReadOnly(ctx, cfg.DB, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout, BusyTimeoutSet: true}))
+	if pgstore.IsURL(db) {
+		return nilOnError(pgstore.OpenReadOnly(ctx, db))
+	}
+	return nilOnError(sqlitepersist.OpenReadOnly(ctx, db, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout, BusyTimeoutSet: true}))
 }
 
 // nilOnError keeps a failed open's nil pointer from becoming a non-nil

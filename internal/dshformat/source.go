@@ -98,6 +98,19 @@ type Damage struct {
 	// Raw is the stored data from the damage on, as found.
 	Raw      []byte
 	Encoding RawEncoding
+	// Recorded is the reason a dsh database keeps for a damaged log it
+	// holds (a dsh database read as a source); "" for a foreign corpus,
+	// whose reason is Err's message.
+	Recorded string
+}
+
+// Reason is why the log does not read: the recorded reason, else Err's
+// message.
+func (d *Damage) Reason() string {
+	if d.Recorded != "" {
+		return d.Recorded
+	}
+	return d.Err.Error()
 }
 
 // Seq is the seq a reader reports the damage at: the physical row of an

@@ -519,7 +519,7 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 		tail = &backend.TornTail{FromSeq: s.Torn.FromSeq, Reason: s.Torn.Reason, Raw: s.Torn.Raw}
 	}
 	if s.Damage != nil {
-		r.Damaged, r.Invalid = true, s.Damage.Err.Error()
+		r.Damaged, r.Invalid = true, s.Damage.Reason()
 	}
 	if w.opts.DryRun {
 		if dst != nil {
@@ -622,7 +622,7 @@ func (w *importer) checkpoint(ctx context.Context, tx backend.Store, s *dshforma
 
 // damagedLog is how the store keeps a source's damage.
 func damagedLog(d *dshformat.Damage) backend.DamagedLog {
-	return backend.DamagedLog{FromSeq: d.Seq(), Reason: d.Err.Error(), Encoding: string(d.Encoding), Raw: d.Raw}
+	return backend.DamagedLog{FromSeq: d.Seq(), Reason: d.Reason(), Encoding: string(d.Encoding), Raw: d.Raw}
 }
 
 // judgeInMemory fills what an import would keep as found, without a store:

@@ -36,15 +36,16 @@ type Location struct {
 
 func (l Location) String() string { return string(l.Kind) + ":" + l.Path }
 
-// ParseLocation reads KIND:PATH, KIND being jsonl or dsh-sqlite. A bad
+// ParseLocation reads KIND:PATH, KIND being jsonl, dsh-sqlite, dsh-home or
+// dsh (another dsh database: a SQLite path or a PostgreSQL URL). A bad
 // location is a dsherr USAGE error.
 func ParseLocation(s string) (Location, error) {
 	kind, path, ok := strings.Cut(s, ":")
 	if !ok && Kind(s) != KindDSHHome {
-		return Location{}, dsherr.New(dsherr.Usage, "source %q: want jsonl:PATH, dsh-sqlite:PATH or dsh-home:[PATH]", s)
+		return Location{}, dsherr.New(dsherr.Usage, "source %q: want jsonl:PATH, dsh-sqlite:PATH, dsh-home:[PATH] or dsh:PATH_OR_URL", s)
 	}
 	switch Kind(kind) {
-	case KindJSONL, KindDSHSQLite:
+	case KindJSONL, KindDSHSQLite, KindDSH:
 	case KindDSHHome:
 		if path == "" {
 			home, err := DefaultDSHHome()
@@ -54,7 +55,7 @@ func ParseLocation(s string) (Location, error) {
 			path = home
 		}
 	default:
-		return Location{}, dsherr.New(dsherr.Usage, "source %q: unknown kind %q (want jsonl, dsh-sqlite or dsh-home)", s, kind)
+		return Location{}, dsherr.New(dsherr.Usage, "source %q: unknown kind %q (want jsonl, dsh-sqlite, dsh-home or dsh)", s, kind)
 	}
 	if path == "" {
 		return Location{}, dsherr.New(dsherr.Usage, "source %q: empty path", s)
@@ -77,6 +78,9 @@ func (l Location) Open(ctx context.Context) (dshformat.Source, error) {
 		src, err = dshformat.OpenDSHSQLite(ctx, l.Path)
 	case KindDSHHome:
 		src, err = dshformat.OpenDSHHome(ctx, l.Path)
+	case KindDSH:
+		// Its backend opens it (the CLI knows them); StoreSource reads it.
+		return nil, dsherr.New(dsherr.Internal, "source dsh:…: open the database read-only and read it with StoreSource")
 	default:
 		return nil, dsherr.New(dsherr.Usage, "source %s: unknown kind %q", l, l.Kind)
 	}
