@@ -125,8 +125,8 @@ func importLog(i int) []session.Event {
 	return b.list
 }
 
-// runAndKill starts a writer child, lets it run for a random while, kills
-// it with SIGKILL and returns the lines it acknowledged.
+// runAndKill starts a writer child, lets it acknowledge a random number of
+// writes, kills it with SIGKILL and returns the lines it acknowledged.
 func runAndKill(t *testing.T, role, url string, r *rand.Rand) []string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -140,16 +140,32 @@ func runAndKill(t *testing.T, role, url string, r *rand.Rand) []string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	lines := make(chan []string)
+	// The kill is aimed by the writer's progress, not by a fixed sleep: a
+	// sleep lets a fast writer finish its whole stream before the kill (or
+	// a slow one acknowledge nothing). After the killAt-th acknowledgement
+	// a short random pause puts the SIGKILL inside the next write.
+	killAt := 1 + r.IntN(40)
+	reached := make(chan struct{})
+	scanned := make(chan struct{})
+	lines := make(chan []string, 1)
 	go func() {
 		var acked []string
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			acked = append(acked, sc.Text())
+			if len(acked) == killAt {
+				close(reached)
+			}
 		}
+		close(scanned)
 		lines <- acked
 	}()
-	time.Sleep(time.Duration(150+r.IntN(350)) * time.Millisecond)
+	select {
+	case <-reached:
+		time.Sleep(time.Duration(r.IntN(3000)) * time.Microsecond)
+	case <-scanned:
+	case <-time.After(60 * time.Second):
+	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	acked := <-lines
 	err = cmd.Wait()
