@@ -195,6 +195,33 @@ type LiveSnapshot struct {
 	UnitFailure string
 }
 
+// SnapshotColumns are a lease row's nullable snapshot columns (subagent,
+// as_of_seq, unit_failure) as either store scans them; nil is NULL.
+type SnapshotColumns struct {
+	Subagent    *string
+	AsOfSeq     *int64
+	UnitFailure *string
+}
+
+// Snapshot is the published snapshot the columns hold: none unless a
+// subagent view or a unit failure was published.
+func (c SnapshotColumns) Snapshot() *LiveSnapshot {
+	if c.Subagent == nil && c.UnitFailure == nil {
+		return nil
+	}
+	snap := &LiveSnapshot{}
+	if c.AsOfSeq != nil {
+		snap.AsOfSeq = *c.AsOfSeq
+	}
+	if c.UnitFailure != nil {
+		snap.UnitFailure = *c.UnitFailure
+	}
+	if c.Subagent != nil {
+		snap.Subagent = json.RawMessage(*c.Subagent)
+	}
+	return snap
+}
+
 // Lease is one stored lease. Times are epoch milliseconds of the backend's
 // clock.
 type Lease struct {

@@ -22,33 +22,20 @@ const serverMillis = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
 const leaseColumns = "session_id, holder, pid, host, acquired_at, heartbeat_at, expires_at, subagent, as_of_seq, unit_failure"
 
-// leaseRow holds a lease row's nullable columns while scanning.
+// leaseRow holds a lease row while scanning.
 type leaseRow struct {
-	l        backend.Lease
-	subagent *string
-	asOf     *int64
-	failure  *string
+	l    backend.Lease
+	snap backend.SnapshotColumns
 }
 
 func (r *leaseRow) targets() []any {
 	return []any{&r.l.SessionID, &r.l.Holder, &r.l.PID, &r.l.Host, &r.l.AcquiredAt, &r.l.HeartbeatAt, &r.l.ExpiresAt,
-		&r.subagent, &r.asOf, &r.failure}
+		&r.snap.Subagent, &r.snap.AsOfSeq, &r.snap.UnitFailure}
 }
 
 func (r *leaseRow) lease() backend.Lease {
 	l := r.l
-	if r.subagent != nil || r.failure != nil {
-		l.Snapshot = &backend.LiveSnapshot{}
-		if r.asOf != nil {
-			l.Snapshot.AsOfSeq = *r.asOf
-		}
-		if r.failure != nil {
-			l.Snapshot.UnitFailure = *r.failure
-		}
-		if r.subagent != nil {
-			l.Snapshot.Subagent = json.RawMessage(*r.subagent)
-		}
-	}
+	l.Snapshot = r.snap.Snapshot()
 	return l
 }
 

@@ -24,26 +24,20 @@ func NewLeaseHolder(ttl time.Duration) LeaseHolder { return backend.NewLeaseHold
 
 const leaseColumns = "session_id, holder, pid, host, acquired_at, heartbeat_at, expires_at, subagent, as_of_seq, unit_failure"
 
-// leaseRow holds a lease row's nullable columns while scanning.
+// leaseRow holds a lease row while scanning.
 type leaseRow struct {
-	l                 Lease
-	subagent, failure sql.NullString
-	asOf              sql.NullInt64
+	l    Lease
+	snap backend.SnapshotColumns
 }
 
 func (r *leaseRow) targets() []any {
 	return []any{&r.l.SessionID, &r.l.Holder, &r.l.PID, &r.l.Host, &r.l.AcquiredAt, &r.l.HeartbeatAt, &r.l.ExpiresAt,
-		&r.subagent, &r.asOf, &r.failure}
+		&r.snap.Subagent, &r.snap.AsOfSeq, &r.snap.UnitFailure}
 }
 
 func (r *leaseRow) lease() Lease {
 	l := r.l
-	if r.subagent.Valid || r.failure.Valid {
-		l.Snapshot = &LiveSnapshot{AsOfSeq: r.asOf.Int64, UnitFailure: r.failure.String}
-		if r.subagent.Valid {
-			l.Snapshot.Subagent = json.RawMessage(r.subagent.String)
-		}
-	}
+	l.Snapshot = r.snap.Snapshot()
 	return l
 }
 
