@@ -62,16 +62,19 @@ func (s *Store) SubtreeOf(ctx context.Context, root string, fn func(session.Head
 		SELECT `+headerColumns+` FROM sessions WHERE id IN (SELECT id FROM tree)`, root)
 }
 
-// eachHeader streams a header query to fn. Inside a view the rows come
-// from the view's transaction; outside one, a cursor stays open on one
-// pooled connection while fn runs, so fn must not need another connection
-// for long (the pool has several).
+// eachHeader streams a header query to fn. Outside a view a cursor stays
+// open on one pooled connection while fn runs, so fn must not need another
+// connection for long (the pool has several). Inside a view the rows come
+// from the view's transaction, whose one connection cannot run fn's own
+// queries while a cursor is open on it ("conn busy"): there the headers are
+// read to the end first, then handed to fn.
 func (s *Store) eachHeader(ctx context.Context, fn func(session.Header) error, what, query string, args ...any) error {
 	rows, err := s.q().Query(ctx, query, args...)
 	if err != nil {
 		return s.storeError(err, what)
 	}
 	defer rows.Close()
+	var buffered []session.Header
 	var h session.Header
 	targets := headerTargets(&h)
 	for rows.Next() {
@@ -79,12 +82,22 @@ func (s *Store) eachHeader(ctx context.Context, fn func(session.Header) error, w
 		if err := rows.Scan(targets...); err != nil {
 			return s.storeError(err, what)
 		}
+		if s.tx != nil {
+			buffered = append(buffered, h)
+			continue
+		}
 		if err := fn(h); err != nil {
 			return err
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return s.storeError(err, what)
+	}
+	rows.Close()
+	for _, h := range buffered {
+		if err := fn(h); err != nil {
+			return err
+		}
 	}
 	return nil
 }
