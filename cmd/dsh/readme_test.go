@@ -325,8 +325,19 @@ func readmeSandbox(t *testing.T, repo string) readmeEnv {
 		}
 		return strings.TrimSpace(string(out))
 	}
+	// The examples' own temporary files (a nested `go test -run …` leaves
+	// testscript's work root behind when a filter runs only some scripts)
+	// go into a directory this test removes. It sits directly in the
+	// system's temporary directory, not under t.TempDir's 0700 parent, so
+	// tests the examples run as an unprivileged user can still reach it.
+	tmp, err := os.MkdirTemp("", "dsh-readme-tmp-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
 	vars := []string{
 		"PATH=" + os.Getenv("PATH"),
+		"TMPDIR=" + tmp,
 		"HOME=" + home,
 		"GOPATH=" + filepath.Join(root, "gopath"),
 		"GOCACHE=" + goEnv("GOCACHE"),
