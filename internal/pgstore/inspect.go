@@ -12,12 +12,8 @@ import (
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
-// eventColumns are the events columns rowTargets scans, in order.
+// eventColumns are the events columns storedlog.Row.Targets scans, in order.
 const eventColumns = "seq, type, time, data, source_event_seqs, surface_op, ignorable::int, unknown_keys"
-
-func rowTargets(r *storedlog.Row) []any {
-	return []any{&r.Seq, &r.Type, &r.Time, &r.Data, &r.SourceEventSeqs, &r.SurfaceOp, &r.Ignorable, &r.UnknownKeys}
-}
 
 // sessionState is a sessions row: the header and dsh's bookkeeping.
 type sessionState struct {
@@ -148,17 +144,7 @@ func decodeRows(ctx context.Context, q querier, sizeHint int64, query string, ar
 		return nil, err
 	}
 	defer rows.Close()
-	out := make([]storedlog.Decoded, 0, max(sizeHint, 0))
-	var r storedlog.Row
-	targets := rowTargets(&r)
-	for rows.Next() {
-		r = storedlog.Row{}
-		if err := rows.Scan(targets...); err != nil {
-			return nil, err
-		}
-		out = append(out, storedlog.DecodeRow(&r))
-	}
-	return out, rows.Err()
+	return storedlog.DecodeAll(rows, sizeHint)
 }
 
 // Inspect implements backend.LogReader in one read-only snapshot.
@@ -333,7 +319,7 @@ func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []
 		defer evRows.Close()
 		var id string
 		var r storedlog.Row
-		evTargets := append([]any{&id}, rowTargets(&r)...)
+		evTargets := append([]any{&id}, r.Targets()...)
 		for evRows.Next() {
 			r = storedlog.Row{}
 			if err := evRows.Scan(evTargets...); err != nil {

@@ -90,7 +90,7 @@ func readTypedEvents(ctx context.Context, q Querier, idList string, types []stri
 	for rows.Next() {
 		var id string
 		var r storedlog.Row
-		if err := rows.Scan(append([]any{&id}, rowTargets(&r)...)...); err != nil {
+		if err := rows.Scan(append([]any{&id}, r.Targets()...)...); err != nil {
 			return err
 		}
 		in, ok := into[id]

@@ -8,17 +8,10 @@ import (
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
-// eventColumns are the events columns rowTargets scans, in order.
+// eventColumns are the events columns storedlog.Row.Targets scans, in order.
 const eventColumns = "seq, type, time, data, source_event_seqs, surface_op, ignorable, unknown_keys"
-
-// rowTargets are the scan targets of eventColumns; a NULL column scans into
-// a nil pointer.
-func rowTargets(r *storedlog.Row) []any {
-	return []any{&r.Seq, &r.Type, &r.Time, &r.Data, &r.SourceEventSeqs, &r.SurfaceOp, &r.Ignorable, &r.UnknownKeys}
-}
 
 // insertEvents writes events as rows of session id, exactly as given.
 func insertEvents(ctx context.Context, q Querier, id string, events []session.Event) error {

@@ -114,17 +114,7 @@ func decodeRows(ctx context.Context, q Querier, sizeHint int64, query string, ar
 		return nil, err
 	}
 	defer rows.Close()
-	out := make([]storedlog.Decoded, 0, max(sizeHint, 0))
-	var r storedlog.Row
-	targets := rowTargets(&r)
-	for rows.Next() {
-		r = storedlog.Row{}
-		if err := rows.Scan(targets...); err != nil {
-			return nil, err
-		}
-		out = append(out, storedlog.DecodeRow(&r))
-	}
-	return out, rows.Err()
+	return storedlog.DecodeAll(rows, sizeHint)
 }
 
 // Inspect reads session id without changing anything: the header, the valid

@@ -384,3 +384,36 @@ func FilterTypes(events []session.Event, types []string) []session.Event {
 	}
 	return out
 }
+
+// Targets are the scan destinations of one event row, in the column order
+// every backend selects (seq, type, time, data, source_event_seqs,
+// surface_op, ignorable, unknown_keys); a NULL column scans into a nil
+// pointer.
+func (r *Row) Targets() []any {
+	return []any{&r.Seq, &r.Type, &r.Time, &r.Data, &r.SourceEventSeqs, &r.SurfaceOp, &r.Ignorable, &r.UnknownKeys}
+}
+
+// Rows is the part of a result set DecodeAll needs; database/sql's
+// *sql.Rows and pgx's Rows both have it, so the decoding loop is written
+// once for both backends.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// DecodeAll scans and decodes every event row of rows; sizeHint is the
+// expected row count, used only to preallocate. The caller closes rows.
+func DecodeAll(rows Rows, sizeHint int64) ([]Decoded, error) {
+	out := make([]Decoded, 0, max(sizeHint, 0))
+	var r Row
+	targets := r.Targets()
+	for rows.Next() {
+		r = Row{}
+		if err := rows.Scan(targets...); err != nil {
+			return nil, err
+		}
+		out = append(out, DecodeRow(&r))
+	}
+	return out, rows.Err()
+}
