@@ -6,7 +6,11 @@ package migrations
 
 import (
 	"embed"
+	"fmt"
 	"io/fs"
+	"regexp"
+	"sort"
+	"strconv"
 )
 
 // FS holds every SQLite migration file.
@@ -26,4 +30,43 @@ func mustSub(fsys fs.FS, dir string) fs.FS {
 		panic(err) // dir is a constant embedded above
 	}
 	return sub
+}
+
+// Migration is one numbered migration file.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+var fileName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
+
+// Load reads the migration files at the root of fsys (FS or PostgresFS) in
+// order. Their numbers must run 1, 2, 3, … without gaps: a store's schema
+// version is "how many have been applied", whichever backend it is.
+func Load(fsys fs.FS) ([]Migration, error) {
+	names, err := fs.Glob(fsys, "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []Migration
+	for _, name := range names {
+		m := fileName.FindStringSubmatch(name)
+		if m == nil {
+			return nil, fmt.Errorf("migration file %q is not named NNNN_name.sql", name)
+		}
+		v, _ := strconv.Atoi(m[1])
+		text, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, Migration{Version: v, Name: m[2], SQL: string(text)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	for i, m := range ms {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("migration %04d_%s.sql: expected number %04d (numbers must start at 1 without gaps)", m.Version, m.Name, i+1)
+		}
+	}
+	return ms, nil
 }

@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"regexp"
-	"sort"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -25,43 +21,11 @@ const migrationLockKey = 0x44534831
 // is never mistaken for a dsh catalog.
 const migrationsTable = "dsh_schema_migrations"
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+type migration = migrations.Migration
 
-var migrationName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
-
-// loadMigrations reads the embedded PostgreSQL migrations; their numbers run
-// 1, 2, 3, … without gaps, as the SQLite ones do (the migrations package's
-// test keeps the two sets in step).
-func loadMigrations() ([]migration, error) {
-	names, err := fs.Glob(migrations.PostgresFS, "*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, name := range names {
-		m := migrationName.FindStringSubmatch(name)
-		if m == nil {
-			return nil, fmt.Errorf("migration file %q is not named NNNN_name.sql", name)
-		}
-		v, _ := strconv.Atoi(m[1])
-		text, err := fs.ReadFile(migrations.PostgresFS, name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: m[2], sql: string(text)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %04d_%s.sql: expected number %04d (numbers must start at 1 without gaps)", m.version, m.name, i+1)
-		}
-	}
-	return ms, nil
-}
+// loadMigrations reads the embedded PostgreSQL migration files
+// (migrations.Load).
+func loadMigrations() ([]migration, error) { return migrations.Load(migrations.PostgresFS) }
 
 // LatestSchemaVersion is the schema version this binary migrates to.
 func LatestSchemaVersion() (int, error) {
@@ -153,12 +117,12 @@ func (s *Store) migrate(ctx context.Context) error {
 		for _, m := range ms[id.version:] {
 			// No arguments: pgx sends the file with the simple protocol,
 			// which runs its several statements in order.
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("migrate to version %d (%s): %w", m.version, m.name, err)
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migrate to version %d (%s): %w", m.Version, m.Name, err)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO `+migrationsTable+` (version, name, applied_at)
-				VALUES ($1, $2, (extract(epoch FROM now()) * 1000)::bigint)`, m.version, m.name); err != nil {
-				return fmt.Errorf("record migration %d: %w", m.version, err)
+				VALUES ($1, $2, (extract(epoch FROM now()) * 1000)::bigint)`, m.Version, m.Name); err != nil {
+				return fmt.Errorf("record migration %d: %w", m.Version, err)
 			}
 		}
 		return nil

@@ -5,9 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
-	"regexp"
-	"sort"
-	"strconv"
 	"time"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
@@ -20,42 +17,10 @@ import (
 // for its own.
 const ApplicationID = 0x44534831
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+type migration = migrations.Migration
 
-var migrationName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
-
-// loadMigrations reads the embedded migration files. Their numbers must run
-// 1, 2, 3, … without gaps: the schema version is "how many have been applied".
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	for _, name := range names {
-		m := migrationName.FindStringSubmatch(name)
-		if m == nil {
-			return nil, fmt.Errorf("migration file %q is not named NNNN_name.sql", name)
-		}
-		v, _ := strconv.Atoi(m[1])
-		text, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: m[2], sql: string(text)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %04d_%s.sql: expected number %04d (numbers must start at 1 without gaps)", m.version, m.name, i+1)
-		}
-	}
-	return ms, nil
-}
+// loadMigrations reads the embedded migration files (migrations.Load).
+func loadMigrations(fsys fs.FS) ([]migration, error) { return migrations.Load(fsys) }
 
 // LatestSchemaVersion is the schema version this binary migrates to.
 func LatestSchemaVersion() (int, error) {
@@ -119,7 +84,7 @@ func migrate(ctx context.Context, db *sql.DB, path string) error {
 		return err
 	}
 	for _, m := range ms {
-		if m.version <= id.userVersion {
+		if m.Version <= id.userVersion {
 			continue
 		}
 		if err := applyMigration(ctx, db, path, m, len(ms)); err != nil {
@@ -142,31 +107,31 @@ func applyMigration(ctx context.Context, db *sql.DB, path string, m migration, l
 	if err := id.check(path, latest); err != nil {
 		return err
 	}
-	if id.userVersion >= m.version {
+	if id.userVersion >= m.Version {
 		return nil
 	}
 	stmts := []string{
-		m.sql,
+		m.SQL,
 		`CREATE TABLE IF NOT EXISTS schema_migrations (
 			version    INTEGER PRIMARY KEY,
 			name       TEXT NOT NULL,
 			applied_at INTEGER NOT NULL
 		) STRICT`,
-		fmt.Sprintf("PRAGMA user_version = %d", m.version),
+		fmt.Sprintf("PRAGMA user_version = %d", m.Version),
 		fmt.Sprintf("PRAGMA application_id = %d", ApplicationID),
 	}
 	for _, stmt := range stmts {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return dsherr.Wrap(dsherr.StoreUnavailable, err, "migrate %s to version %d (%s)", path, m.version, m.name)
+			return dsherr.Wrap(dsherr.StoreUnavailable, err, "migrate %s to version %d (%s)", path, m.Version, m.Name)
 		}
 	}
 	if _, err := tx.ExecContext(ctx,
 		"INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-		m.version, m.name, time.Now().UnixMilli()); err != nil {
-		return dsherr.Wrap(dsherr.StoreUnavailable, err, "record migration %d of %s", m.version, path)
+		m.Version, m.Name, time.Now().UnixMilli()); err != nil {
+		return dsherr.Wrap(dsherr.StoreUnavailable, err, "record migration %d of %s", m.Version, path)
 	}
 	if err := tx.Commit(); err != nil {
-		return dsherr.Wrap(dsherr.StoreUnavailable, err, "commit migration %d of %s", m.version, path)
+		return dsherr.Wrap(dsherr.StoreUnavailable, err, "commit migration %d of %s", m.Version, path)
 	}
 	return nil
 }
