@@ -1,11 +1,9 @@
 package pgstore
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
@@ -226,7 +224,7 @@ func (s *Store) ImportSession(ctx context.Context, h session.Header, events []se
 			}
 		}
 		res = backend.ImportResult{Events: len(events)}
-		stored, torn, err := storedlog.Split(h.ID, readBack(events, tail), storedTail(tail))
+		stored, torn, err := storedlog.Split(h.ID, storedlog.ReadBack(events, tail), storedlog.StoredTail(tail))
 		if errors.Is(err, backend.ErrCorrupt) {
 			res.Invalid = err
 			return nil
@@ -275,32 +273,4 @@ func (s *Store) ImportDamagedSession(ctx context.Context, h session.Header, pref
 		return backend.ImportResult{}, s.storeError(err, "import session "+h.ID)
 	}
 	return backend.ImportResult{Events: len(prefix), Invalid: storedlog.CorruptRow(h.ID, damage.FromSeq, damage.Reason)}, nil
-}
-
-// readBack is what scanLog's query returns for events just written with
-// tail: the rows below the tail's start, in seq order, decoded.
-func readBack(events []session.Event, tail *backend.TornTail) []storedlog.Decoded {
-	sorted := slices.Clone(events)
-	slices.SortFunc(sorted, func(a, b session.Event) int { return cmp.Compare(a.Seq, b.Seq) })
-	out := make([]storedlog.Decoded, 0, len(sorted))
-	for _, e := range sorted {
-		if tail != nil && e.Seq >= tail.FromSeq {
-			break
-		}
-		r := storedlog.Encode(e)
-		out = append(out, storedlog.DecodeRow(&r))
-	}
-	return out
-}
-
-// storedTail is tail as readTornTail returns it.
-func storedTail(tail *backend.TornTail) *backend.TornTail {
-	if tail == nil {
-		return nil
-	}
-	t := *tail
-	if t.Raw == nil {
-		t.Raw = []byte{}
-	}
-	return &t
 }

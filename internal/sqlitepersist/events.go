@@ -2,7 +2,6 @@ package sqlitepersist
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -13,18 +12,12 @@ import (
 // eventColumns are the events columns storedlog.Row.Targets scans, in order.
 const eventColumns = "seq, type, time, data, source_event_seqs, surface_op, ignorable, unknown_keys"
 
-// insertEvents writes events as rows of session id, exactly as given.
+// insertEvents writes events as rows of session id, exactly as given. q is
+// a write transaction's stmtCache, so the INSERT is compiled once per
+// transaction.
 func insertEvents(ctx context.Context, q Querier, id string, events []session.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	stmt, err := prepare(ctx, q, `INSERT INTO events (session_id, `+eventColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
 	for _, e := range events {
-		_, err := stmt.ExecContext(ctx, id, e.Seq, e.Type, e.Time, rawOrNull(e.Data),
+		_, err := q.ExecContext(ctx, insertEventSQL, id, e.Seq, e.Type, e.Time, rawOrNull(e.Data),
 			sourceSeqsColumn(e), rawOrNull(e.SurfaceOp), boolInt(e.Ignorable), unknownKeysColumn(e.UnknownKeys))
 		if err != nil {
 			return fmt.Errorf("insert event seq %d of session %q: %w", e.Seq, id, err)
@@ -33,18 +26,7 @@ func insertEvents(ctx context.Context, q Querier, id string, events []session.Ev
 	return nil
 }
 
-// preparer is implemented by both *sql.DB and *sql.Tx.
-type preparer interface {
-	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
-}
-
-func prepare(ctx context.Context, q Querier, query string) (*sql.Stmt, error) {
-	p, ok := q.(preparer)
-	if !ok {
-		return nil, fmt.Errorf("querier %T cannot prepare statements", q)
-	}
-	return p.PrepareContext(ctx, query)
-}
+const insertEventSQL = `INSERT INTO events (session_id, ` + eventColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 func rawOrNull(raw json.RawMessage) any {
 	if raw == nil {

@@ -82,6 +82,8 @@ type Store struct {
 	tx *sql.Tx
 	// txWritable distinguishes a WriteTx view from a ReadSnapshot view.
 	txWritable bool
+	// stmts runs a WriteTx view's statements (nil on other stores).
+	stmts *stmtCache
 	// clock is Options.Clock.
 	clock func() time.Time
 }
@@ -111,6 +113,11 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "journal_size_limit("+strconv.Itoa(walSizeLimit)+")")
 	q.Add("_pragma", "synchronous(FULL)")
+	// Savepoint journals (an import nests each session of a batch in one)
+	// hold the pages a savepoint would restore; in a temp file that is a
+	// write syscall per page. They matter only until the savepoint is
+	// released, never for crash recovery (the WAL is), so memory is enough.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	// Writes run in BEGIN IMMEDIATE so a writer takes the lock before it
 	// reads the tail it is going to extend; read snapshots begin deferred.
 	q.Set("_txlock", "immediate")
@@ -125,6 +132,7 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 		"trusted_schema": 0,
 		"foreign_keys":   1,
 		"synchronous":    2,
+		"temp_store":     2,
 		"query_only":     0,
 	}, "wal"); err != nil {
 		db.Close()
@@ -317,7 +325,10 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // Querier returns the handle for queries on the store's file: the open
 // transaction for a view, the connection pool otherwise.
 func (s *Store) Querier() Querier {
-	if s.tx != nil {
+	switch {
+	case s.stmts != nil:
+		return tracedQuerier{s.stmts}
+	case s.tx != nil:
 		return tracedQuerier{s.tx}
 	}
 	return tracedQuerier{s.db}
@@ -356,17 +367,17 @@ func (s *Store) WriteTx(ctx context.Context, fn func(tx *Store) error) error {
 		if !s.txWritable {
 			return dsherr.New(dsherr.Internal, "write attempted inside a read snapshot of %s", s.path)
 		}
-		if _, err := s.tx.ExecContext(ctx, "SAVEPOINT dsh_write"); err != nil {
+		if _, err := s.stmts.ExecContext(ctx, "SAVEPOINT dsh_write"); err != nil {
 			return s.storeError(err, "begin nested write")
 		}
 		if err := fn(s); err != nil {
 			// The savepoint must be undone even when ctx is already done.
 			undo := context.WithoutCancel(ctx)
-			s.tx.ExecContext(undo, "ROLLBACK TO dsh_write")
-			s.tx.ExecContext(undo, "RELEASE dsh_write")
+			s.stmts.ExecContext(undo, "ROLLBACK TO dsh_write")
+			s.stmts.ExecContext(undo, "RELEASE dsh_write")
 			return err
 		}
-		if _, err := s.tx.ExecContext(ctx, "RELEASE dsh_write"); err != nil {
+		if _, err := s.stmts.ExecContext(ctx, "RELEASE dsh_write"); err != nil {
 			return s.storeError(err, "end nested write")
 		}
 		return nil
@@ -375,7 +386,7 @@ func (s *Store) WriteTx(ctx context.Context, fn func(tx *Store) error) error {
 	if err != nil {
 		return s.storeError(err, "begin write")
 	}
-	view := &Store{db: s.db, path: s.path, tx: tx, txWritable: true, clock: s.clock}
+	view := &Store{db: s.db, path: s.path, tx: tx, txWritable: true, stmts: newStmtCache(tx), clock: s.clock}
 	if err := fn(view); err != nil {
 		tx.Rollback()
 		return err
@@ -426,7 +437,7 @@ func (s *Store) WithClock(now func() time.Time) *Store {
 
 // write runs fn atomically on the transaction WriteTx provides.
 func (s *Store) write(ctx context.Context, fn func(q Querier) error) error {
-	return s.WriteTx(ctx, func(view *Store) error { return fn(view.tx) })
+	return s.WriteTx(ctx, func(view *Store) error { return fn(view.stmts) })
 }
 
 // read runs fn on one consistent snapshot: the view's transaction, or a new

@@ -230,8 +230,14 @@ func (s *Store) importSession(ctx context.Context, h session.Header, events []se
 				return err
 			}
 		}
+		// The log is judged from the rows as written, as a read in this
+		// transaction would return them, without reading them back.
 		res = ImportResult{Events: len(events)}
-		log, err := scanLog(ctx, q, h.ID)
+		if damage != nil {
+			res.Invalid = storedlog.CorruptRow(h.ID, damage.FromSeq, damage.Reason)
+			return nil
+		}
+		stored, torn, err := storedlog.Split(h.ID, storedlog.ReadBack(events, tail), storedlog.StoredTail(tail))
 		if errors.Is(err, ErrCorrupt) {
 			res.Invalid = err
 			return nil
@@ -240,9 +246,9 @@ func (s *Store) importSession(ctx context.Context, h session.Header, events []se
 			return err
 		}
 		var v *session.Validator
-		res, v = storedlog.Imported(log.state.header, len(events), log.events, log.torn)
+		res, v = storedlog.Imported(h, len(events), stored, torn)
 		if v == nil {
-			_, err := q.ExecContext(ctx, "UPDATE sessions SET next_seq = ?, revision = revision + 1 WHERE id = ?", len(log.events), h.ID)
+			_, err := q.ExecContext(ctx, "UPDATE sessions SET next_seq = ?, revision = revision + 1 WHERE id = ?", len(stored), h.ID)
 			return err
 		}
 		return recordVerified(ctx, q, h.ID, v)

@@ -7,9 +7,11 @@
 package storedlog
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
@@ -143,6 +145,51 @@ func DecodeRow(r *Row) Decoded {
 		d.Raw = r.Raw()
 	}
 	return d
+}
+
+// ReadBack is what a store's scan of a session's rows returns for events an
+// import just wrote with tail: the rows below the tail's start, in seq order,
+// each decoded as a read decodes it. A store judges an imported log from it
+// instead of reading back what it wrote (the stores write every event
+// exactly as Encode encodes it).
+func ReadBack(events []session.Event, tail *backend.TornTail) []Decoded {
+	bySeq := func(a, b session.Event) int { return cmp.Compare(a.Seq, b.Seq) }
+	if !slices.IsSortedFunc(events, bySeq) {
+		events = slices.Clone(events)
+		slices.SortFunc(events, bySeq)
+	}
+	out := make([]Decoded, 0, len(events))
+	for _, e := range events {
+		if tail != nil && e.Seq >= tail.FromSeq {
+			break
+		}
+		out = append(out, readBackEvent(e))
+	}
+	return out
+}
+
+// readBackEvent is e encoded and decoded. An event with no array columns
+// and the columns a read accepts decodes to itself, so it is checked
+// rather than copied.
+func readBackEvent(e session.Event) Decoded {
+	plain := !e.HasSourceEventSeqs && e.SourceEventSeqs == nil && e.UnknownKeys == nil
+	if plain && e.Type != "" && (e.Data == nil || json.Valid(e.Data)) && (e.SurfaceOp == nil || json.Valid(e.SurfaceOp)) {
+		return Decoded{Seq: e.Seq, Event: e}
+	}
+	r := Encode(e)
+	return DecodeRow(&r)
+}
+
+// StoredTail is tail as a store reads it back: Raw is never nil.
+func StoredTail(tail *backend.TornTail) *backend.TornTail {
+	if tail == nil {
+		return nil
+	}
+	t := *tail
+	if t.Raw == nil {
+		t.Raw = []byte{}
+	}
+	return &t
 }
 
 // Split applies DSH's commit rule to a log's rows in seq order: a row that
