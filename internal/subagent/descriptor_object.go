@@ -1,66 +1,159 @@
 package subagent
 
 import (
-	"bytes"
 	"encoding/json"
+	"slices"
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 )
 
 // object is a decoded JSON object as JavaScript holds it after JSON.parse:
-// keys in property order, each with its raw value. The order matters because
-// DSH reports the first unknown key it meets in Object.keys order.
+// each key once, at the position of its first occurrence, with the raw text
+// of its last value. The order matters because DSH reports the first unknown
+// key it meets in Object.keys order (see firstUnknown).
 type object struct {
-	keys []string
-	vals map[string]json.RawMessage
+	members []member
 }
 
-// decodeObject decodes valid JSON text that should be an object. ok is false
-// when the text is some other JSON value.
+type member struct {
+	key string
+	val json.RawMessage
+}
+
+// decodeObject decodes JSON text that should be an object; raw must be
+// valid JSON (ParseDescriptor checks the payload once, and every value
+// inside valid JSON is valid). ok is false when the text is some other JSON
+// value.
+//
+// It walks the text by hand rather than through encoding/json's tokens: a
+// cold listing parses one descriptor per child, and the token decoder
+// allocates per token (and builds a syntax error for every value it ends).
+// Validity is already established, so only the structure is followed.
 func decodeObject(raw json.RawMessage) (obj object, ok bool) {
 	if kindOf(raw) != kindObject {
 		return object{}, false
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil {
-		return object{}, false
-	}
-	obj.vals = map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
+	i := skipSpace(raw, 0) + 1 // past '{'
+	obj.members = make([]member, 0, 9)
+	for {
+		i = skipSpace(raw, i)
+		switch raw[i] {
+		case '}':
+			return obj, true
+		case ',':
+			i = skipSpace(raw, i+1)
+		}
+		end := stringEnd(raw, i)
+		key, ok := stringValue(raw[i:end])
+		if !ok {
 			return object{}, false
 		}
-		key, isKey := tok.(string)
-		if !isKey {
-			return object{}, false
-		}
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return object{}, false
-		}
+		i = skipSpace(raw, end) + 1 // past ':'
+		i = skipSpace(raw, i)
+		end = valueEnd(raw, i)
 		// A repeated key keeps its first position and takes the last
 		// value, as JSON.parse does.
-		if _, seen := obj.vals[key]; !seen {
-			obj.keys = append(obj.keys, key)
+		if k := obj.index(key); k >= 0 {
+			obj.members[k].val = raw[i:end]
+		} else {
+			obj.members = append(obj.members, member{key: key, val: raw[i:end]})
 		}
-		obj.vals[key] = val
+		i = end
 	}
-	obj.keys = jsjson.PropertyOrder(obj.keys)
-	return obj, true
+}
+
+func (o object) index(key string) int {
+	for k := range o.members {
+		if o.members[k].key == key {
+			return k
+		}
+	}
+	return -1
 }
 
 func (o object) get(key string) (json.RawMessage, bool) {
-	v, ok := o.vals[key]
-	return v, ok
+	if k := o.index(key); k >= 0 {
+		return o.members[k].val, true
+	}
+	return nil, false
 }
 
 // firstUnknown returns the first key, in property order, outside allowed.
 func (o object) firstUnknown(allowed map[string]bool) (string, bool) {
-	for _, k := range o.keys {
+	if !slices.ContainsFunc(o.members, func(m member) bool { return !allowed[m.key] }) {
+		return "", false // the usual case: no order to compute
+	}
+	keys := make([]string, len(o.members))
+	for k, m := range o.members {
+		keys[k] = m.key
+	}
+	for _, k := range jsjson.PropertyOrder(keys) {
 		if !allowed[k] {
 			return k, true
 		}
 	}
 	return "", false
+}
+
+// skipSpace returns the index of the first non-whitespace byte at or after i.
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) {
+		switch raw[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string starting at raw[i] (a
+// quote) in valid JSON text.
+func stringEnd(raw []byte, i int) int {
+	for i++; i < len(raw); i++ {
+		switch raw[i] {
+		case '\\':
+			i++ // the escaped byte cannot end the string
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// valueEnd returns the index just past the value starting at raw[i] in
+// valid JSON text.
+func valueEnd(raw []byte, i int) int {
+	switch raw[i] {
+	case '"':
+		return stringEnd(raw, i)
+	case '{', '[':
+		depth := 0
+		for i < len(raw) {
+			switch raw[i] {
+			case '"':
+				i = stringEnd(raw, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	// A number or literal runs to the next delimiter.
+	for i < len(raw) {
+		switch raw[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+		i++
+	}
+	return i
 }
