@@ -91,6 +91,15 @@ type LogReader interface {
 	Audit(ctx context.Context, id string) (*AuditRead, error)
 }
 
+// BatchAuditor is a LogReader that audits many logs in a few queries (a
+// diagnosis reads every log of a chunk of sessions).
+type BatchAuditor interface {
+	// AuditEach calls fn with Audit's result for every id of ids, in no
+	// particular order; an unknown id is an error wrapping ErrNotFound.
+	// fn must not read the store: a cursor may be open while it runs.
+	AuditEach(ctx context.Context, ids []string, fn func(*AuditRead) error) error
+}
+
 // Reader is the whole read side: what every corpus offers, a dsh store and
 // a foreign DSH corpus alike.
 type Reader interface {

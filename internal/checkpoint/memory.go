@@ -33,7 +33,11 @@ func (m *MemoryRecords) Checkpoint(ctx context.Context, id string) (backend.Chec
 
 // CheckpointsOf implements backend.CheckpointReader.
 func (m *MemoryRecords) CheckpointsOf(ctx context.Context, ids []string, fn func(backend.CheckpointRecord) error) error {
-	return m.each(ctx, fn, func(r backend.CheckpointRecord) bool { return slices.Contains(ids, r.Witness.ID) })
+	wanted := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		wanted[id] = true
+	}
+	return m.each(ctx, fn, func(r backend.CheckpointRecord) bool { return wanted[r.Witness.ID] })
 }
 
 // ChildCheckpoints implements backend.CheckpointReader.

@@ -48,8 +48,9 @@ func seqOf(n int64) *int64 { return &n }
 
 // audit examines one session: its place in the tree, its lease, its raw
 // log, its descriptors, its checkpoint, and whether resume would take the
-// continuable child the catalog shows.
-func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution) (Report, error) {
+// continuable child the catalog shows. It reads nothing but log (nil for
+// an unknown session) and what its chunk read.
+func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution, log *backend.AuditRead, read chunkRead) (Report, error) {
 	h := it.header
 	s := &sessionAudit{header: h}
 	r := Report{ID: h.ID, ParentID: h.ParentSession, CreatedAt: h.CreatedAt, RowKind: RowNotListed}
@@ -63,16 +64,10 @@ func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution) 
 		r.RowKind = rowKind(res)
 	}
 	_, live := a.leases.live[h.ID]
-	if err := a.checkParent(ctx, s); err != nil {
-		return r, err
-	}
+	checkParent(s, read.parents)
 	if l, ok := a.leases.stale[h.ID]; ok {
 		s.add(LeaseStale, nil, "lease of holder %s (pid %d on %s) expired at %s, last heartbeat %s: the holder crashed or hung; the child lists as inactive and the next start or resume takes the lease over",
 			l.Holder, l.PID, l.Host, formatMillis(l.ExpiresAt), formatMillis(l.HeartbeatAt))
-	}
-	log, err := a.view.Audit(ctx, h.ID)
-	if err != nil {
-		return r, err
 	}
 	checkRawLog(s, log, res)
 	if log.ReadErr == nil {
@@ -112,31 +107,27 @@ func rowKind(res *subagent.Resolution) RowKind {
 
 // checkParent reports a missing parent and, for a subagent child, a
 // delegation depth that is not its parent's plus one.
-func (a *auditor) checkParent(ctx context.Context, s *sessionAudit) error {
+func checkParent(s *sessionAudit, parents map[string]*session.Header) {
 	h := s.header
 	if h.ParentSession == nil {
 		if h.IsSubagent() {
 			s.add(OrphanParent, nil, "origin is subagent but the header names no parentSession: no listing shows it and no parent can resume it")
 		}
-		return nil
+		return
 	}
-	parent, err := a.parentHeader(ctx, *h.ParentSession)
-	if err != nil {
-		return err
-	}
+	parent := parents[*h.ParentSession]
 	if parent == nil {
 		what := "no parent can resume it"
 		if h.IsSubagent() {
 			what = "dsh list --parent still lists it, but no parent can resume it"
 		}
 		s.add(OrphanParent, nil, "parent session %q is not in the store: %s", *h.ParentSession, what)
-		return nil
+		return
 	}
 	if h.IsSubagent() && h.Depth() != parent.Depth()+1 {
 		s.add(DepthInconsistent, nil, "delegationDepth is %d but parent %q has delegationDepth %d (expected %d)",
 			h.Depth(), parent.ID, parent.Depth(), parent.Depth()+1)
 	}
-	return nil
 }
 
 // checkRawLog reports what the stored rows say before any reader hides it:

@@ -115,12 +115,18 @@ func Run(ctx context.Context, c Corpus, opts Options, emit func(Report) error) (
 
 // auditor is one audit's state; everything it reads goes through view.
 type auditor struct {
-	view    Corpus
-	opts    Options
-	emit    func(Report) error
-	lister  *subagent.Lister
-	corpus  *corpus.Corpus
+	view   Corpus
+	opts   Options
+	emit   func(Report) error
+	lister *subagent.Lister
+	corpus *corpus.Corpus
+	reg    *checkpoint.Registry
+	// records holds the checkpoint records of the chunk being examined,
+	// read in one query; cache reads them, and so does the ladder's cache
+	// rung through idents.
+	records *checkpoint.MemoryRecords
 	cache   *checkpoint.Cache
+	idents  *chunkIdentities
 	leases  leaseIndex
 	summary Summary
 	// shown counts the findings emitted; once it reaches MaxFindings,
@@ -147,8 +153,8 @@ func newAuditor(ctx context.Context, view Corpus, opts Options, emit func(Report
 	// One connection serves the whole snapshot, so parallel cold reads
 	// would only queue behind each other.
 	reg := subagent.NewRegistry()
-	cache := checkpoint.NewCache(view, reg)
-	lister := subagent.NewLister(view, live, subagent.CacheIdentities{Cache: cache}, 1)
+	idents := &chunkIdentities{}
+	lister := subagent.NewLister(view, live, idents, 1)
 	c, err := corpus.Load(ctx, view, live)
 	if err != nil {
 		return nil, err
@@ -159,7 +165,8 @@ func newAuditor(ctx context.Context, view Corpus, opts Options, emit func(Report
 		emit:    emit,
 		lister:  lister,
 		corpus:  c,
-		cache:   cache,
+		reg:     reg,
+		idents:  idents,
 		leases:  leases,
 		summary: newSummary(),
 	}, nil
@@ -267,13 +274,9 @@ func (a *auditor) runRoots(ctx context.Context, subagentOnly bool) error {
 	var run []item
 	flush := func() error {
 		corpus.SortHeaders(run, func(it item) session.Header { return it.header })
-		for _, it := range run {
-			if err := a.examine(ctx, it, nil); err != nil {
-				return err
-			}
-		}
+		err := a.examineAll(ctx, run, false)
 		run = run[:0]
-		return nil
+		return err
 	}
 	err := a.view.RootHeaders(ctx, subagentOnly, func(h session.Header) error {
 		if len(run) > 0 && run[0].header.CreatedAt != h.CreatedAt {
@@ -463,48 +466,20 @@ func (a *auditor) parentHeader(ctx context.Context, id string) (*session.Header,
 	return found, nil
 }
 
-// examineAll resolves the candidates among items through the catalog's
-// ladder, a chunk at a time, and examines every item in order.
+// examineAll examines every item in order, a chunk at a time.
 func (a *auditor) examineAll(ctx context.Context, items []item, placed bool) error {
 	for start := 0; start < len(items); start += chunk {
-		part := items[start:min(start+chunk, len(items))]
-		var recs []corpus.Record
-		var at []int
-		for i, it := range part {
-			if it.rec != nil {
-				recs = append(recs, *it.rec)
-				at = append(at, i)
-			}
+		reports, err := a.auditChunk(ctx, items[start:min(start+chunk, len(items))], placed)
+		if err != nil {
+			return err
 		}
-		res := make([]*subagent.Resolution, len(part))
-		if len(recs) > 0 {
-			resolved, err := a.lister.ResolveRecords(ctx, recs, placed)
-			if err != nil {
-				return err
-			}
-			for j, i := range at {
-				res[i] = &resolved[j]
-			}
-		}
-		for i, it := range part {
-			if err := a.examine(ctx, it, res[i]); err != nil {
+		for _, r := range reports {
+			if err := a.record(ctx, r); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-// examine audits one session and emits its report.
-func (a *auditor) examine(ctx context.Context, it item, res *subagent.Resolution) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	r, err := a.audit(ctx, it, res)
-	if err != nil {
-		return err
-	}
-	return a.record(ctx, r)
 }
 
 // record counts one report and emits it, up to the findings limit.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
 
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/storedlog"
@@ -16,39 +19,204 @@ import (
 func (s *Store) Audit(ctx context.Context, id string) (*AuditRead, error) {
 	var a *AuditRead
 	err := s.read(ctx, func(q Querier) error {
-		log, err := scanLog(ctx, q, id)
-		if errors.Is(err, ErrCorrupt) {
-			st, serr := readSessionState(ctx, q, id)
-			if serr != nil {
-				return serr
-			}
-			gaps, gerr := seqGaps(ctx, q, id)
-			if gerr != nil {
-				return gerr
-			}
-			a = &AuditRead{Header: st.header, Gaps: gaps, Verified: st.verified, ReadErr: err}
-			a.Damaged, a.Prefix, err = readDamagedPrefix(ctx, q, id)
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		// A verified log was written contiguously by dsh and no row has
-		// changed since (the triggers clear the flag on any other change),
-		// so only other logs can have holes.
-		var gaps []SeqGap
-		if !log.state.verified {
-			if gaps, err = seqGaps(ctx, q, id); err != nil {
-				return err
-			}
-		}
-		a = storedlog.Audit(log.state.header, log.events, log.torn, log.state.verified, gaps)
-		return nil
+		var err error
+		a, err = auditOne(ctx, q, id)
+		return err
 	})
 	if err != nil {
 		return nil, s.storeError(err, "audit session "+id)
 	}
 	return a, nil
+}
+
+func auditOne(ctx context.Context, q Querier, id string) (*AuditRead, error) {
+	log, err := scanLog(ctx, q, id)
+	if errors.Is(err, ErrCorrupt) {
+		st, serr := readSessionState(ctx, q, id)
+		if serr != nil {
+			return nil, serr
+		}
+		gaps, gerr := seqGaps(ctx, q, id)
+		if gerr != nil {
+			return nil, gerr
+		}
+		a := &AuditRead{Header: st.header, Gaps: gaps, Verified: st.verified, ReadErr: err}
+		a.Damaged, a.Prefix, err = readDamagedPrefix(ctx, q, id)
+		return a, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	// A verified log was written contiguously by dsh and no row has
+	// changed since (the triggers clear the flag on any other change),
+	// so only other logs can have holes.
+	var gaps []SeqGap
+	if !log.state.verified {
+		if gaps, err = seqGaps(ctx, q, id); err != nil {
+			return nil, err
+		}
+	}
+	return storedlog.Audit(log.state.header, log.events, log.torn, log.state.verified, gaps), nil
+}
+
+// AuditEach implements backend.BatchAuditor in a fixed number of queries
+// for the whole batch: the sessions rows (with whether a torn_tails or
+// damaged_logs entry exists), then every event row of every id in one
+// stream by (session_id, seq), each log split, judged and handed to fn as
+// soon as its last row is read, so one log is held at a time. The few logs
+// an import recorded as torn or damaged, and a log whose rows are corrupt
+// before its last turn/end, are audited after the stream by Audit's own
+// path.
+func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*AuditRead) error) error {
+	err := s.read(ctx, func(q Querier) error {
+		list := jsjson.StringArray(ids)
+		states, err := auditStates(ctx, q, list)
+		if err != nil {
+			return err
+		}
+		var aside []string
+		for _, id := range ids {
+			st, ok := states[id]
+			switch {
+			case !ok:
+				return storedlog.NotFound(id)
+			case st.recorded:
+				aside = append(aside, id)
+			}
+		}
+		rows, err := q.QueryContext(ctx, "SELECT session_id, "+eventColumns+
+			" FROM events WHERE session_id IN (SELECT value FROM json_each(?)) ORDER BY session_id, seq", list)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var (
+			cur     string
+			decoded []storedlog.Decoded
+			r       storedlog.Row
+			rowID   string
+		)
+		targets := append([]any{&rowID}, r.Targets()...)
+		flush := func() error {
+			if cur == "" {
+				return nil
+			}
+			st := states[cur]
+			st.seen = true
+			if st.recorded {
+				return nil
+			}
+			a, ok := auditRows(st, decoded)
+			if !ok {
+				aside = append(aside, cur)
+				return nil
+			}
+			return fn(a)
+		}
+		for rows.Next() {
+			r = storedlog.Row{}
+			if err := rows.Scan(targets...); err != nil {
+				return err
+			}
+			if rowID != cur {
+				if err := flush(); err != nil {
+					return err
+				}
+				cur, decoded = rowID, decoded[:0]
+			}
+			if states[cur].recorded {
+				continue
+			}
+			decoded = append(decoded, storedlog.DecodeRow(&r))
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if st := states[id]; !st.seen && !st.recorded {
+				a, _ := auditRows(st, nil)
+				if err := fn(a); err != nil {
+					return err
+				}
+			}
+		}
+		for _, id := range aside {
+			a, err := auditOne(ctx, q, id)
+			if err != nil {
+				return err
+			}
+			if err := fn(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.storeError(err, fmt.Sprintf("audit %d sessions", len(ids)))
+	}
+	return nil
+}
+
+// auditState is what AuditEach reads of one sessions row.
+type auditState struct {
+	header   session.Header
+	verified bool
+	// recorded: an import recorded a torn tail or damage for the log.
+	recorded bool
+	// seen: the stream had rows of the log.
+	seen bool
+}
+
+func auditStates(ctx context.Context, q Querier, list string) (map[string]*auditState, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+headerColumns+`, verified,
+		EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id) OR EXISTS (SELECT 1 FROM damaged_logs d WHERE d.session_id = s.id)
+		FROM sessions s WHERE id IN (SELECT value FROM json_each(?))`, list)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	states := map[string]*auditState{}
+	for rows.Next() {
+		var r headerRow
+		var verified int64
+		st := &auditState{}
+		if err := rows.Scan(append(r.targets(), &verified, &st.recorded)...); err != nil {
+			return nil, err
+		}
+		st.header, st.verified = r.header(), verified == 1
+		states[st.header.ID] = st
+	}
+	return states, rows.Err()
+}
+
+// auditRows is auditOne for a log without a recorded torn tail or damage,
+// from all of its rows: false when the commit rule finds corruption, which
+// auditOne reports with the damaged prefix.
+func auditRows(st *auditState, rows []storedlog.Decoded) (*AuditRead, bool) {
+	id := st.header.ID
+	events, torn, err := storedlog.Split(id, rows, nil)
+	if err != nil {
+		return nil, false
+	}
+	// As auditOne: a verified log has no holes; another's are found in the
+	// seqs just read, as seqGaps finds them.
+	var gaps []SeqGap
+	if !st.verified {
+		prev := int64(-1)
+		for _, r := range rows {
+			if r.Seq > prev+1 {
+				gaps = append(gaps, SeqGap{From: prev + 1, To: r.Seq - 1})
+			}
+			prev = r.Seq
+		}
+	}
+	return storedlog.Audit(st.header, events, torn, st.verified, gaps), true
 }
 
 // readDamagedPrefix reads an imported damaged log: its damaged_logs row and

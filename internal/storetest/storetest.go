@@ -168,17 +168,20 @@ func (e *env) inspect(b backend.LogReader, id string) *backend.Inspection {
 func (e *env) dump(b backend.Backend) string {
 	e.t.Helper()
 	var sb strings.Builder
+	audits := map[string]*backend.AuditRead{}
 	err := b.ListHeaders(e.ctx, func(h session.Header) error {
 		a, err := b.Audit(e.ctx, h.ID)
 		if err != nil {
 			return err
 		}
+		audits[h.ID] = a
 		fmt.Fprintf(&sb, "%s %+v events=%d torn=%+v closers=%d gaps=%v err=%v\n", h.ID, headerString(h), len(a.Events), a.Torn, len(a.Closers), a.Gaps, a.ReadErr)
 		return nil
 	})
 	if err != nil {
 		e.t.Fatalf("dump sessions: %v", err)
 	}
+	e.sameBatchAudits(b, audits)
 	leases, err := b.Leases(e.ctx)
 	if err != nil {
 		e.t.Fatalf("dump leases: %v", err)
@@ -192,6 +195,51 @@ func (e *env) dump(b backend.Backend) string {
 		e.t.Fatalf("dump checkpoints: %v", err)
 	}
 	return sb.String()
+}
+
+// sameBatchAudits checks that a backend auditing in batches reads every
+// log of want (Audit's results, by id) exactly as Audit does, in one batch.
+func (e *env) sameBatchAudits(b backend.Backend, want map[string]*backend.AuditRead) {
+	e.t.Helper()
+	batch, ok := b.(backend.BatchAuditor)
+	if !ok || len(want) == 0 {
+		return
+	}
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	got := map[string]*backend.AuditRead{}
+	err := batch.AuditEach(e.ctx, ids, func(a *backend.AuditRead) error {
+		if got[a.Header.ID] != nil {
+			return fmt.Errorf("%s audited twice", a.Header.ID)
+		}
+		got[a.Header.ID] = a
+		return nil
+	})
+	if err != nil {
+		e.t.Fatalf("AuditEach: %v", err)
+	}
+	for id, w := range want {
+		g := got[id]
+		if g == nil {
+			e.t.Fatalf("AuditEach did not audit %s", id)
+		}
+		if fmt.Sprint(g.ReadErr) != fmt.Sprint(w.ReadErr) {
+			e.t.Fatalf("AuditEach %s: ReadErr %v, Audit's %v", id, g.ReadErr, w.ReadErr)
+		}
+		gc, wc := *g, *w
+		gc.ReadErr, wc.ReadErr = nil, nil
+		if !reflect.DeepEqual(gc, wc) {
+			e.t.Fatalf("AuditEach %s = %+v\nAudit gives %+v", id, gc, wc)
+		}
+	}
+	if _, err := b.Header(e.ctx, "no-such-session"); errors.Is(err, backend.ErrNotFound) {
+		err := batch.AuditEach(e.ctx, append(ids, "no-such-session"), func(*backend.AuditRead) error { return nil })
+		if !errors.Is(err, backend.ErrNotFound) {
+			e.t.Fatalf("AuditEach of an unknown id: %v, want ErrNotFound", err)
+		}
+	}
 }
 
 // headerString shows every field, telling an absent field from a zero one.

@@ -1,0 +1,128 @@
+package diagnose
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/checkpoint"
+	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/subagent"
+)
+
+// chunkIdentities serves the ladder's cache rung from the records of the
+// chunk being examined: the checkpoint records are read once per chunk, by
+// id, for the ladder and the cache check alike. (Reading a parent's whole
+// range of records, as a listing does, would read it once per chunk.)
+type chunkIdentities struct{ cache *checkpoint.Cache }
+
+func (c *chunkIdentities) CachedSubagentViews(ctx context.Context, headers []session.Header) (map[string]json.RawMessage, error) {
+	return subagent.CacheIdentities{Cache: c.cache}.CachedSubagentViews(ctx, headers)
+}
+
+// chunkRead is what the audits of one chunk read before any log: the
+// ladder's resolutions and the parents' headers. An audit then needs only
+// its log, so the logs can be streamed.
+type chunkRead struct {
+	res     []*subagent.Resolution
+	parents map[string]*session.Header
+}
+
+// auditChunk audits part in a fixed number of queries: its checkpoint
+// records, the ladder's resolutions of its candidates, its parents'
+// headers, and its logs in one stream.
+func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]Report, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(part))
+	at := make(map[string]int, len(part))
+	for i, it := range part {
+		if !it.unknown {
+			ids = append(ids, it.header.ID)
+			at[it.header.ID] = i
+		}
+	}
+	if err := a.loadRecords(ctx, ids); err != nil {
+		return nil, err
+	}
+	read := chunkRead{res: make([]*subagent.Resolution, len(part)), parents: map[string]*session.Header{}}
+	var recs []corpus.Record
+	var cands []int
+	for i, it := range part {
+		if it.rec != nil {
+			recs = append(recs, *it.rec)
+			cands = append(cands, i)
+		}
+		if p := it.header.ParentSession; p != nil && !it.unknown {
+			if _, ok := read.parents[*p]; !ok {
+				h, err := a.parentHeader(ctx, *p)
+				if err != nil {
+					return nil, err
+				}
+				read.parents[*p] = h
+			}
+		}
+	}
+	if len(recs) > 0 {
+		resolved, err := a.lister.ResolveRecords(ctx, recs, placed)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range cands {
+			read.res[i] = &resolved[j]
+		}
+	}
+	reports := make([]Report, len(part))
+	for i, it := range part {
+		if it.unknown {
+			reports[i], _ = a.audit(ctx, it, nil, nil, read)
+		}
+	}
+	err := a.auditLogs(ctx, ids, func(log *backend.AuditRead) error {
+		i, ok := at[log.Header.ID]
+		if !ok {
+			return fmt.Errorf("audit of %q: not requested", log.Header.ID)
+		}
+		var err error
+		reports[i], err = a.audit(ctx, part[i], read.res[i], log, read)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return reports, nil
+}
+
+// loadRecords reads the checkpoint records of ids into the chunk's cache.
+func (a *auditor) loadRecords(ctx context.Context, ids []string) error {
+	a.records = checkpoint.NewMemoryRecords()
+	a.cache = checkpoint.NewCache(a.records, a.reg)
+	a.idents.cache = a.cache
+	return a.view.CheckpointsOf(ctx, ids, func(rec backend.CheckpointRecord) error {
+		return a.records.PutCheckpoint(ctx, rec)
+	})
+}
+
+// auditLogs calls fn with the audit read of every id: in a few queries
+// from a store that audits in batches, else one log at a time.
+func (a *auditor) auditLogs(ctx context.Context, ids []string, fn func(*backend.AuditRead) error) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if b, ok := a.view.(backend.BatchAuditor); ok {
+		return b.AuditEach(ctx, ids, fn)
+	}
+	for _, id := range ids {
+		log, err := a.view.Audit(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := fn(log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
