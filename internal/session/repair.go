@@ -50,7 +50,23 @@ func InterruptedTurnClosers(events []Event) []Event {
 		turnOpen, stepOpen bool
 		pending            pendingCalls
 	)
-	for _, e := range events {
+	// Every turn/start resets the whole state and a turn/end closes the
+	// turn, so only the events from the last turn boundary on can leave
+	// anything open: the scan starts there (a log without one has no open
+	// turn).
+	from := -1
+	for i := len(events) - 1; i >= 0 && from < 0; i-- {
+		switch events[i].Type {
+		case TypeTurnEnd:
+			return nil
+		case TypeTurnStart:
+			from = i
+		}
+	}
+	if from < 0 {
+		return nil
+	}
+	for _, e := range events[from:] {
 		switch e.Type {
 		case TypeTurnStart:
 			raw, ok := path(e.Data, "turn")
