@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 
@@ -62,9 +63,10 @@ func auditOne(ctx context.Context, q Querier, id string) (*AuditRead, error) {
 // AuditEach implements backend.BatchAuditor in a fixed number of queries
 // for the whole batch: the sessions rows (with whether a torn_tails or
 // damaged_logs entry exists), then every event row of every id in one
-// stream by (session_id, seq), each log split, judged and handed to fn as
-// soon as its last row is read, so one log is held at a time. The few logs
-// an import recorded as torn or damaged, and a log whose rows are corrupt
+// stream by (session_id, seq). While the stream is read, other goroutines
+// decode, split and judge the logs already read, and fn gets each result on
+// the calling goroutine; a few logs are in flight at a time. The few logs an
+// import recorded as torn or damaged, and a log whose rows are corrupt
 // before its last turn/end, are audited after the stream by Audit's own
 // path.
 func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*AuditRead) error) error {
@@ -84,59 +86,50 @@ func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*AuditRead)
 				aside = append(aside, id)
 			}
 		}
-		rows, err := q.QueryContext(ctx, "SELECT session_id, "+eventColumns+
-			" FROM events WHERE session_id IN (SELECT value FROM json_each(?)) ORDER BY session_id, seq", list)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		var (
-			cur     string
-			decoded []storedlog.Decoded
-			r       storedlog.Row
-			rowID   string
-		)
-		targets := append([]any{&rowID}, r.Targets()...)
-		flush := func() error {
-			if cur == "" {
-				return nil
-			}
-			st := states[cur]
-			st.seen = true
-			if st.recorded {
-				return nil
-			}
-			a, ok := auditRows(st, decoded)
-			if !ok {
-				aside = append(aside, cur)
-				return nil
-			}
-			return fn(a)
-		}
-		for rows.Next() {
-			r = storedlog.Row{}
-			if err := rows.Scan(targets...); err != nil {
-				return err
-			}
-			if rowID != cur {
-				if err := flush(); err != nil {
-					return err
+		stop := make(chan struct{})
+		logs := make(chan auditJob, auditWorkers)
+		results := make(chan auditResult, auditWorkers)
+		var readErr error
+		go func() {
+			readErr = streamLogs(ctx, q, list, states, logs, stop)
+			close(logs)
+		}()
+		var workers sync.WaitGroup
+		for range auditWorkers {
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				for job := range logs {
+					decoded := make([]storedlog.Decoded, len(job.rows))
+					for i := range job.rows {
+						decoded[i] = storedlog.DecodeRow(&job.rows[i])
+					}
+					a, ok := auditRows(job.state, decoded)
+					results <- auditResult{id: job.state.header.ID, audit: a, ok: ok}
 				}
-				cur, decoded = rowID, decoded[:0]
+			}()
+		}
+		go func() {
+			workers.Wait()
+			close(results)
+		}()
+		var fnErr error
+		for r := range results {
+			switch {
+			case fnErr != nil:
+			case !r.ok:
+				aside = append(aside, r.id)
+			default:
+				if fnErr = fn(r.audit); fnErr != nil {
+					close(stop)
+				}
 			}
-			if states[cur].recorded {
-				continue
-			}
-			decoded = append(decoded, storedlog.DecodeRow(&r))
 		}
-		if err := rows.Err(); err != nil {
-			return err
+		if fnErr != nil {
+			return fnErr
 		}
-		if err := flush(); err != nil {
-			return err
-		}
-		if err := rows.Close(); err != nil {
-			return err
+		if readErr != nil {
+			return readErr
 		}
 		for _, id := range ids {
 			if st := states[id]; !st.seen && !st.recorded {
@@ -162,6 +155,79 @@ func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*AuditRead)
 	}
 	return nil
 }
+
+// auditWorkers is how many goroutines judge the logs AuditEach reads (and
+// how many logs wait for them).
+const auditWorkers = 2
+
+type auditJob struct {
+	state *auditState
+	rows  []storedlog.Row
+}
+
+type auditResult struct {
+	id    string
+	audit *AuditRead
+	ok    bool
+}
+
+// streamLogs reads the event rows of every session in list (the logs of
+// states without a recorded torn tail or damage) and sends each log whole,
+// still to be decoded, to logs, until stop is closed. Cancellation is checked
+// once per log.
+func streamLogs(ctx context.Context, q Querier, list string, states map[string]*auditState, logs chan<- auditJob, stop <-chan struct{}) error {
+	rows, err := q.QueryContext(ctx, "SELECT session_id, "+eventColumns+
+		" FROM events WHERE session_id IN (SELECT value FROM json_each(?)) ORDER BY session_id, seq", list)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var (
+		cur   *auditState
+		log   []storedlog.Row
+		r     storedlog.Row
+		rowID string
+	)
+	targets := append([]any{&rowID}, r.Targets()...)
+	send := func() error {
+		if cur == nil || cur.recorded {
+			return nil
+		}
+		select {
+		case logs <- auditJob{state: cur, rows: log}:
+			return ctx.Err()
+		case <-stop:
+			return errStopped
+		}
+	}
+	for rows.Next() {
+		r = storedlog.Row{}
+		if err := rows.Scan(targets...); err != nil {
+			return err
+		}
+		if cur == nil || rowID != cur.header.ID {
+			if err := send(); err != nil {
+				return err
+			}
+			cur, log = states[rowID], nil
+			cur.seen = true
+		}
+		if !cur.recorded {
+			log = append(log, r)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if err := send(); err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
+// errStopped ends a stream whose consumer has given up (its error is the
+// one reported).
+var errStopped = errors.New("audit stream stopped")
 
 // auditState is what AuditEach reads of one sessions row.
 type auditState struct {
