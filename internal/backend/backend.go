@@ -100,6 +100,18 @@ type BatchAuditor interface {
 	AuditEach(ctx context.Context, ids []string, fn func(*AuditRead) error) error
 }
 
+// ReadFailureReader is a store that records, in the write that stores a log
+// it knows cannot be read (an import of a log failing DSH's validation or
+// holding damage), the error a read of it gives; any later change to the log,
+// by dsh or anything else, voids the record.
+type ReadFailureReader interface {
+	// ReadFailures returns, of ids, the sessions whose logs carry such a
+	// record, each with the error a read gives (its text is Inspect's
+	// error's). Ids left out may still fail to read: read them to know. It
+	// writes nothing, ever.
+	ReadFailures(ctx context.Context, ids []string) (map[string]error, error)
+}
+
 // Reader is the whole read side: what every corpus offers, a dsh store and
 // a foreign DSH corpus alike.
 type Reader interface {

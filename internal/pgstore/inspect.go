@@ -343,6 +343,33 @@ func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []
 	return out, nil
 }
 
+// ReadFailures implements backend.ReadFailureReader: the read failures
+// recorded by the imports that stored these logs (migration 0007), in one
+// query.
+func (s *Store) ReadFailures(ctx context.Context, ids []string) (map[string]error, error) {
+	out := map[string]error{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.q().Query(ctx, `SELECT id, read_failure FROM sessions
+		WHERE id = ANY($1::text[]) AND read_failure IS NOT NULL`, ids)
+	if err != nil {
+		return nil, s.storeError(err, "read recorded read failures")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, reason string
+		if err := rows.Scan(&id, &reason); err != nil {
+			return nil, s.storeError(err, "read recorded read failures")
+		}
+		out[id] = storedlog.RecordedReadFailure(id, reason)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.storeError(err, "read recorded read failures")
+	}
+	return out, nil
+}
+
 // Audit implements backend.LogReader: the raw facts of session id beside
 // the verdict Inspect would give, without changing anything.
 func (s *Store) Audit(ctx context.Context, id string) (*backend.AuditRead, error) {

@@ -61,6 +61,7 @@ func insertEvents(ctx context.Context, q querier, id string, events []session.Ev
 // validated and counts the write in revision. verified is cleared first so
 // the update always moves it from false to true, which is how the
 // sessions_bookkeeping_unverifies trigger tells dsh's writes from others.
+// A verified log is readable, so no read failure stays recorded.
 func recordVerified(ctx context.Context, q querier, id string, v *session.Validator) error {
 	state, err := v.MarshalState()
 	if err != nil {
@@ -70,9 +71,26 @@ func recordVerified(ctx context.Context, q querier, id string, v *session.Valida
 		return err
 	}
 	_, err = q.Exec(ctx, `UPDATE sessions
-		SET verified = true, next_seq = $1, validator_state = $2, revision = revision + 1
+		SET verified = true, next_seq = $1, validator_state = $2, revision = revision + 1, read_failure = NULL
 		WHERE id = $3`, v.Next(), state, id)
 	return err
+}
+
+// recordReadFailure records that session id's log, as just stored, cannot
+// be read: err is what a full read gives (see migration 0007).
+func recordReadFailure(ctx context.Context, q querier, id string, err error) error {
+	_, werr := q.Exec(ctx, "UPDATE sessions SET read_failure = $1 WHERE id = $2", err.Error(), id)
+	return werr
+}
+
+// readFailure is the read_failure column for a log a read fails on with
+// err (nil: it reads).
+func readFailure(err error) *string {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	return &msg
 }
 
 // CreateSession implements backend.Writer.
@@ -227,7 +245,7 @@ func (s *Store) ImportSession(ctx context.Context, h session.Header, events []se
 		stored, torn, err := storedlog.Split(h.ID, storedlog.ReadBack(events, tail), storedlog.StoredTail(tail))
 		if errors.Is(err, backend.ErrCorrupt) {
 			res.Invalid = err
-			return nil
+			return recordReadFailure(ctx, q, h.ID, err)
 		}
 		if err != nil {
 			return err
@@ -235,7 +253,8 @@ func (s *Store) ImportSession(ctx context.Context, h session.Header, events []se
 		var v *session.Validator
 		res, v = storedlog.Imported(h, len(events), stored, torn)
 		if v == nil {
-			_, err := q.Exec(ctx, "UPDATE sessions SET next_seq = $1, revision = revision + 1 WHERE id = $2", len(stored), h.ID)
+			_, err := q.Exec(ctx, "UPDATE sessions SET next_seq = $1, revision = revision + 1, read_failure = $2 WHERE id = $3",
+				len(stored), readFailure(res.Invalid), h.ID)
 			return err
 		}
 		return recordVerified(ctx, q, h.ID, v)
@@ -257,6 +276,7 @@ func (s *Store) ImportDamagedSession(ctx context.Context, h session.Header, pref
 	if raw == nil {
 		raw = []byte{}
 	}
+	invalid := storedlog.CorruptRow(h.ID, damage.FromSeq, damage.Reason)
 	err := s.WriteTx(ctx, func(view *Store) error {
 		q := view.tx
 		if err := insertBareHeader(ctx, q, h); err != nil {
@@ -265,12 +285,14 @@ func (s *Store) ImportDamagedSession(ctx context.Context, h session.Header, pref
 		if err := insertEvents(ctx, q, h.ID, prefix); err != nil {
 			return err
 		}
-		_, err := q.Exec(ctx, "INSERT INTO damaged_logs (session_id, from_seq, reason, encoding, raw) VALUES ($1, $2, $3, $4, $5)",
-			h.ID, damage.FromSeq, damage.Reason, damage.Encoding, raw)
-		return err
+		if _, err := q.Exec(ctx, "INSERT INTO damaged_logs (session_id, from_seq, reason, encoding, raw) VALUES ($1, $2, $3, $4, $5)",
+			h.ID, damage.FromSeq, damage.Reason, damage.Encoding, raw); err != nil {
+			return err
+		}
+		return recordReadFailure(ctx, q, h.ID, invalid)
 	})
 	if err != nil {
 		return backend.ImportResult{}, s.storeError(err, "import session "+h.ID)
 	}
-	return backend.ImportResult{Events: len(prefix), Invalid: storedlog.CorruptRow(h.ID, damage.FromSeq, damage.Reason)}, nil
+	return backend.ImportResult{Events: len(prefix), Invalid: invalid}, nil
 }

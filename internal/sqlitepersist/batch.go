@@ -105,3 +105,30 @@ func readTypedEvents(ctx context.Context, q Querier, idList string, types []stri
 	}
 	return rows.Err()
 }
+
+// ReadFailures implements backend.ReadFailureReader: the read failures
+// recorded by the imports that stored these logs (migration 0007), in one
+// query.
+func (s *Store) ReadFailures(ctx context.Context, ids []string) (map[string]error, error) {
+	out := map[string]error{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.Querier().QueryContext(ctx, `SELECT id, read_failure FROM sessions
+		WHERE id IN (SELECT value FROM json_each(?)) AND read_failure IS NOT NULL`, jsjson.StringArray(ids))
+	if err != nil {
+		return nil, s.storeError(err, "read recorded read failures")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, reason string
+		if err := rows.Scan(&id, &reason); err != nil {
+			return nil, s.storeError(err, "read recorded read failures")
+		}
+		out[id] = storedlog.RecordedReadFailure(id, reason)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.storeError(err, "read recorded read failures")
+	}
+	return out, nil
+}

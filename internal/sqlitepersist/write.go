@@ -2,6 +2,7 @@ package sqlitepersist
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -35,6 +36,7 @@ func insertBareHeader(ctx context.Context, q Querier, h session.Header) error {
 // validated, and counts the write in revision. verified is cleared first so
 // the update always moves it from 0 to 1, which is how the
 // sessions_bookkeeping_unverifies trigger tells dsh's writes from others.
+// A verified log is readable, so no read failure stays recorded.
 func recordVerified(ctx context.Context, q Querier, id string, v *session.Validator) error {
 	state, err := v.MarshalState()
 	if err != nil {
@@ -44,9 +46,25 @@ func recordVerified(ctx context.Context, q Querier, id string, v *session.Valida
 		return err
 	}
 	_, err = q.ExecContext(ctx, `UPDATE sessions
-		SET verified = 1, next_seq = ?, validator_state = ?, revision = revision + 1
+		SET verified = 1, next_seq = ?, validator_state = ?, revision = revision + 1, read_failure = NULL
 		WHERE id = ?`, v.Next(), state, id)
 	return err
+}
+
+// recordReadFailure records that session id's log, as just stored, cannot
+// be read: err is what a full read gives (see migration 0007).
+func recordReadFailure(ctx context.Context, q Querier, id string, err error) error {
+	_, werr := q.ExecContext(ctx, "UPDATE sessions SET read_failure = ? WHERE id = ?", err.Error(), id)
+	return werr
+}
+
+// readFailure is the read_failure column for a log a read fails on with
+// err (nil: it reads).
+func readFailure(err error) sql.NullString {
+	if err == nil {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: err.Error(), Valid: true}
 }
 
 // CreateSession stores a new session with its initial events (a fork's seed,
@@ -235,12 +253,12 @@ func (s *Store) importSession(ctx context.Context, h session.Header, events []se
 		res = ImportResult{Events: len(events)}
 		if damage != nil {
 			res.Invalid = storedlog.CorruptRow(h.ID, damage.FromSeq, damage.Reason)
-			return nil
+			return recordReadFailure(ctx, q, h.ID, res.Invalid)
 		}
 		stored, torn, err := storedlog.Split(h.ID, storedlog.ReadBack(events, tail), storedlog.StoredTail(tail))
 		if errors.Is(err, ErrCorrupt) {
 			res.Invalid = err
-			return nil
+			return recordReadFailure(ctx, q, h.ID, err)
 		}
 		if err != nil {
 			return err
@@ -248,7 +266,8 @@ func (s *Store) importSession(ctx context.Context, h session.Header, events []se
 		var v *session.Validator
 		res, v = storedlog.Imported(h, len(events), stored, torn)
 		if v == nil {
-			_, err := q.ExecContext(ctx, "UPDATE sessions SET next_seq = ?, revision = revision + 1 WHERE id = ?", len(stored), h.ID)
+			_, err := q.ExecContext(ctx, "UPDATE sessions SET next_seq = ?, revision = revision + 1, read_failure = ? WHERE id = ?",
+				len(stored), readFailure(res.Invalid), h.ID)
 			return err
 		}
 		return recordVerified(ctx, q, h.ID, v)

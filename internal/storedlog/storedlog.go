@@ -374,6 +374,13 @@ func CorruptRow(id string, seq int64, reason string) error {
 	return &dsherr.Error{Code: dsherr.InvalidLog, Msg: c.Error(), Err: c}
 }
 
+// RecordedReadFailure is the error a read of session id gives when the
+// write that stored its log recorded that it cannot be read; reason is the
+// error that write found, as text.
+func RecordedReadFailure(id, reason string) error {
+	return &dsherr.Error{Code: dsherr.InvalidLog, Msg: reason, Err: errors.New(reason)}
+}
+
 // FailedValidation wraps a stored log's validation failure.
 func FailedValidation(id string, err error) error {
 	return fmt.Errorf("stored session %q failed validation: %w", id, err)

@@ -68,6 +68,7 @@ func Run(t *testing.T, target Target) {
 		{"AppendAndStaleWriter", testAppendStaleWriter},
 		{"TornTailCutThenRepairedOnce", testTornTail},
 		{"DamagedLogKeptAndRefused", testDamagedLog},
+		{"ReadFailuresRecordedAtImport", testReadFailures},
 		{"ChildrenOrder", testChildrenOrder},
 		{"HasChildren", testHasChildren},
 		{"StreamEverySession", testStreamSessions},
@@ -434,6 +435,51 @@ func testDamagedLog(t *testing.T, e *env) {
 	}
 	if after := e.dump(e.b); after != before {
 		t.Fatalf("reading a damaged log wrote:\n%s\nwant\n%s", after, before)
+	}
+}
+
+// A store records, in the import that stores it, that a log cannot be read
+// (failing validation, or damaged), with the error Inspect gives; a log that
+// reads (valid, or torn with a valid prefix) and an unknown id carry no
+// record, and asking writes nothing.
+func testReadFailures(t *testing.T, e *env) {
+	rf, ok := e.b.(backend.ReadFailureReader)
+	if !ok {
+		t.Fatalf("%T does not record read failures", e.b)
+	}
+	invalid := turn(0, 1)
+	invalid[1].SurfaceOp = nil
+	if res, err := e.b.ImportSession(e.ctx, root("invalid", 1), invalid, nil); err != nil || res.Invalid == nil {
+		t.Fatalf("import invalid: %+v, %v", res, err)
+	}
+	damage := backend.DamagedLog{FromSeq: 2, Reason: "unparsable committed event at line 3", Encoding: "jsonl-text", Raw: []byte("{not json}\n")}
+	if res, err := e.b.ImportDamagedSession(e.ctx, root("damaged", 2), turn(0, 1)[:2], damage); err != nil || res.Invalid == nil {
+		t.Fatalf("import damaged: %+v, %v", res, err)
+	}
+	tail := &backend.TornTail{FromSeq: 6, Reason: "unterminated line", Raw: []byte(`{"type":"step/st`)}
+	if _, err := e.b.ImportSession(e.ctx, root("torn", 3), turn(0, 1), tail); err != nil {
+		t.Fatalf("import torn: %v", err)
+	}
+	if _, err := e.b.ImportSession(e.ctx, root("imported", 4), turn(0, 1), nil); err != nil {
+		t.Fatalf("import valid: %v", err)
+	}
+	e.create(root("created", 5), turn(0, 1))
+	before := e.dump(e.b)
+	got, err := rf.ReadFailures(e.ctx, []string{"invalid", "damaged", "torn", "imported", "created", "unknown"})
+	if err != nil {
+		t.Fatalf("ReadFailures: %v", err)
+	}
+	if len(got) != 2 {
+		t.Errorf("ReadFailures = %v, want invalid and damaged only", got)
+	}
+	for _, id := range []string{"invalid", "damaged"} {
+		_, readErr := e.b.Inspect(e.ctx, id)
+		if readErr == nil || got[id] == nil || got[id].Error() != readErr.Error() {
+			t.Errorf("%s: recorded %v, Inspect fails with %v", id, got[id], readErr)
+		}
+	}
+	if after := e.dump(e.b); after != before {
+		t.Fatalf("ReadFailures wrote:\n%s\nwant\n%s", after, before)
 	}
 }
 

@@ -19,15 +19,18 @@ const DefaultColdConcurrency = 4
 
 // BatchColdReader is a ColdReader that can serve many cold reads at once.
 // Ids it leaves out of the result are read one at a time with ColdRead; for
-// the ids it returns, ColdRead would return the same header and events.
+// the ids it returns, ColdRead would return the same header and events, or
+// fail as Err says.
 type BatchColdReader interface {
 	ColdReadMany(ctx context.Context, ids []string, types []string) (map[string]ColdLog, error)
 }
 
-// ColdLog is one cold read: the stored header and the requested events.
+// ColdLog is one cold read: the stored header and the requested events, or
+// Err when the read fails (the row is then unavailable).
 type ColdLog struct {
 	Header session.Header
 	Events []session.Event
+	Err    error
 }
 
 // ColdReader reads a cold child's stored header and the events of the given
@@ -380,7 +383,7 @@ func (l *Lister) foldTypes() []string {
 
 // readColdBatch serves as many pending candidates as the cold reader can
 // read in one go (a BatchColdReader: for dsh's store, every log recorded as
-// verified) and returns the candidates still to be read one at a time. A
+// verified or as unreadable) and returns the candidates still to be read one at a time. A
 // batch that fails is no verdict: its candidates are read one at a time.
 func (l *Lister) readColdBatch(ctx context.Context, recs []corpus.Record, pending []int, out []Resolution, types []string) ([]int, error) {
 	batch, ok := l.Cold.(BatchColdReader)
@@ -404,11 +407,14 @@ func (l *Lister) readColdBatch(ctx context.Context, recs []corpus.Record, pendin
 	var rest []int
 	for _, i := range pending {
 		log, found := logs[recs[i].Header.ID]
-		if !found {
+		switch {
+		case !found:
 			rest = append(rest, i)
-			continue
+		case log.Err != nil:
+			out[i] = Resolution{Row: diagnostic(ReasonUnavailable), Rung: RungRead, Cause: log.Err}
+		default:
+			out[i] = l.resolveRead(recs[i], log.Header, log.Events)
 		}
-		out[i] = l.resolveRead(recs[i], log.Header, log.Events)
 	}
 	return rest, nil
 }

@@ -52,7 +52,8 @@ type VerifiedBatchReader interface {
 func NewLister(r ListingReader, live corpus.LiveSource, cache IdentityCache, coldConcurrency int) *Lister {
 	var cold ColdReader = logColdReader{r}
 	if b, ok := r.(VerifiedBatchReader); ok {
-		cold = batchColdReader{logColdReader{r}, b}
+		failures, _ := r.(backend.ReadFailureReader)
+		cold = batchColdReader{logColdReader{r}, b, failures}
 	}
 	return &Lister{
 		Headers:         r,
@@ -108,14 +109,16 @@ func (c logColdReader) ColdRead(ctx context.Context, id string, types []string) 
 }
 
 // batchColdReader is a logColdReader that reads every verified log of a
-// batch in one go.
+// batch in one go, and, when the backend records them, learns which of the
+// others cannot be read without reading them.
 type batchColdReader struct {
 	logColdReader
-	batch VerifiedBatchReader
+	batch    VerifiedBatchReader
+	failures backend.ReadFailureReader // nil: none recorded
 }
 
-// ColdReadMany implements BatchColdReader; logs the backend has not
-// verified are left to ColdRead.
+// ColdReadMany implements BatchColdReader; logs the backend has neither
+// verified nor recorded as unreadable are left to ColdRead.
 func (c batchColdReader) ColdReadMany(ctx context.Context, ids []string, types []string) (map[string]ColdLog, error) {
 	ins, err := c.batch.InspectVerifiedTypes(ctx, ids, types)
 	if err != nil {
@@ -124,6 +127,22 @@ func (c batchColdReader) ColdReadMany(ctx context.Context, ids []string, types [
 	out := make(map[string]ColdLog, len(ins))
 	for id, in := range ins {
 		out[id] = ColdLog{Header: in.Header, Events: in.Events}
+	}
+	if c.failures == nil || len(out) == len(ids) {
+		return out, nil
+	}
+	rest := make([]string, 0, len(ids)-len(out))
+	for _, id := range ids {
+		if _, ok := out[id]; !ok {
+			rest = append(rest, id)
+		}
+	}
+	failed, err := c.failures.ReadFailures(ctx, rest)
+	if err != nil {
+		return nil, err
+	}
+	for id, err := range failed {
+		out[id] = ColdLog{Err: err}
 	}
 	return out, nil
 }
