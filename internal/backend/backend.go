@@ -100,16 +100,24 @@ type BatchAuditor interface {
 	AuditEach(ctx context.Context, ids []string, fn func(*AuditRead) error) error
 }
 
-// ReadFailureReader is a store that records, in the write that stores a log
-// it knows cannot be read (an import of a log failing DSH's validation or
-// holding damage), the error a read of it gives; any later change to the log,
-// by dsh or anything else, voids the record.
-type ReadFailureReader interface {
-	// ReadFailures returns, of ids, the sessions whose logs carry such a
-	// record, each with the error a read gives (its text is Inspect's
-	// error's). Ids left out may still fail to read: read them to know. It
-	// writes nothing, ever.
-	ReadFailures(ctx context.Context, ids []string) (map[string]error, error)
+// ColdVerdictReader is a store that records, when it stores a log, what a
+// cold read of it gives, so that a listing need not read the log to learn
+// it; any later change to the log, by dsh or anything else, voids the
+// record.
+type ColdVerdictReader interface {
+	// ColdVerdicts returns, of ids, the sessions whose logs carry such a
+	// record. Ids left out must be read to know. It writes nothing, ever.
+	ColdVerdicts(ctx context.Context, ids []string) (map[string]ColdVerdict, error)
+}
+
+// RegistryFoldRecorder is a store that keeps, beside a log, the outcome of
+// dsh's projection registry folded over it (an opaque text the store only
+// keeps), voided by any later change to the log and by ClearCheckpoints.
+type RegistryFoldRecorder interface {
+	// RecordRegistryFold records fold for session id. Call it only in the
+	// write transaction that stored the log, holding a fold of the whole
+	// log as stored. An unknown id wraps ErrNotFound.
+	RecordRegistryFold(ctx context.Context, id string, fold []byte) error
 }
 
 // Reader is the whole read side: what every corpus offers, a dsh store and
@@ -220,8 +228,9 @@ type CheckpointWriter interface {
 	// DeleteCheckpoint removes id's record; a missing record is not an
 	// error.
 	DeleteCheckpoint(ctx context.Context, id string) error
-	// ClearCheckpoints removes every record and returns how many there
-	// were.
+	// ClearCheckpoints removes every record, and every registry fold
+	// recorded beside a log (RegistryFoldRecorder: derived data too), and
+	// returns how many records there were.
 	ClearCheckpoints(ctx context.Context) (int64, error)
 }
 

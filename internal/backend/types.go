@@ -305,6 +305,17 @@ type CheckpointRecord struct {
 	Rows []byte
 }
 
+// ColdVerdict is what a store recorded about a cold read of a log.
+type ColdVerdict struct {
+	// ReadErr, when not nil, is the error a read of the log gives (its
+	// text is Inspect's error's), recorded by the import that stored a log
+	// failing DSH's validation or holding damage.
+	ReadErr error
+	// RegistryFold, when not nil, is what a writer recorded with
+	// RecordRegistryFold.
+	RegistryFold []byte
+}
+
 // ListedChild is one subagent child as a warm listing needs it, read in the
 // same row as its header (a backend's one-query ChildListing).
 type ListedChild struct {

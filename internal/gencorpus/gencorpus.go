@@ -305,7 +305,12 @@ func (g *generator) write(ctx context.Context, tx backend.Store, cache *checkpoi
 	if err != nil {
 		return fmt.Errorf("fold %s: %w", p.h.ID, err)
 	}
-	return cache.Put(ctx, p.h, f.AsOfSeq(), cp)
+	if err := cache.Put(ctx, p.h, f.AsOfSeq(), cp); err != nil {
+		return err
+	}
+	// The fold is of the whole log just stored, as dsh's turn writer
+	// records it.
+	return subagent.RecordRegistryFold(ctx, tx, g.reg, p.h.ID, f)
 }
 
 // child plans the parent's i-th child. Its randomness comes from a stream

@@ -343,29 +343,38 @@ func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []
 	return out, nil
 }
 
-// ReadFailures implements backend.ReadFailureReader: the read failures
-// recorded by the imports that stored these logs (migration 0007), in one
-// query.
-func (s *Store) ReadFailures(ctx context.Context, ids []string) (map[string]error, error) {
-	out := map[string]error{}
+// ColdVerdicts implements backend.ColdVerdictReader: the read failures
+// recorded by the imports that stored these logs and the registry folds
+// recorded by their writers (migration 0007), in one query.
+func (s *Store) ColdVerdicts(ctx context.Context, ids []string) (map[string]backend.ColdVerdict, error) {
+	out := map[string]backend.ColdVerdict{}
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := s.q().Query(ctx, `SELECT id, read_failure FROM sessions
-		WHERE id = ANY($1::text[]) AND read_failure IS NOT NULL`, ids)
+	rows, err := s.q().Query(ctx, `SELECT id, read_failure, registry_fold FROM sessions
+		WHERE id = ANY($1::text[]) AND (read_failure IS NOT NULL OR registry_fold IS NOT NULL)`, ids)
 	if err != nil {
-		return nil, s.storeError(err, "read recorded read failures")
+		return nil, s.storeError(err, "read recorded cold verdicts")
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var id, reason string
-		if err := rows.Scan(&id, &reason); err != nil {
-			return nil, s.storeError(err, "read recorded read failures")
+		var (
+			id            string
+			failure, fold *string
+		)
+		if err := rows.Scan(&id, &failure, &fold); err != nil {
+			return nil, s.storeError(err, "read recorded cold verdicts")
 		}
-		out[id] = storedlog.RecordedReadFailure(id, reason)
+		var v backend.ColdVerdict
+		if failure != nil {
+			v.ReadErr = storedlog.RecordedReadFailure(id, *failure)
+		} else {
+			v.RegistryFold = []byte(*fold)
+		}
+		out[id] = v
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.storeError(err, "read recorded read failures")
+		return nil, s.storeError(err, "read recorded cold verdicts")
 	}
 	return out, nil
 }

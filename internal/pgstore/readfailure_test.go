@@ -45,13 +45,13 @@ func TestTriggersClearReadFailureOnOutsideChanges(t *testing.T) {
 				t.Fatal(err)
 			}
 			ids := []string{"s", "other", "d"}
-			if got, err := s.ReadFailures(ctx, ids); err != nil || len(got) != 3 {
-				t.Fatalf("ReadFailures before the change = %v, %v; want all three", got, err)
+			if got, err := s.ColdVerdicts(ctx, ids); err != nil || len(got) != 3 {
+				t.Fatalf("ColdVerdicts before the change = %v, %v; want all three", got, err)
 			}
 			if _, err := s.pool.Exec(ctx, change.sql); err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.ReadFailures(ctx, ids)
+			got, err := s.ColdVerdicts(ctx, ids)
 			if err != nil {
 				t.Fatal(err)
 			}

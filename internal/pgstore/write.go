@@ -61,7 +61,9 @@ func insertEvents(ctx context.Context, q querier, id string, events []session.Ev
 // validated and counts the write in revision. verified is cleared first so
 // the update always moves it from false to true, which is how the
 // sessions_bookkeeping_unverifies trigger tells dsh's writes from others.
-// A verified log is readable, so no read failure stays recorded.
+// A verified log is readable, so no read failure stays recorded, and it
+// has changed, so neither does a registry fold (its writer records the new
+// one after this, in the same transaction).
 func recordVerified(ctx context.Context, q querier, id string, v *session.Validator) error {
 	state, err := v.MarshalState()
 	if err != nil {
@@ -71,7 +73,8 @@ func recordVerified(ctx context.Context, q querier, id string, v *session.Valida
 		return err
 	}
 	_, err = q.Exec(ctx, `UPDATE sessions
-		SET verified = true, next_seq = $1, validator_state = $2, revision = revision + 1, read_failure = NULL
+		SET verified = true, next_seq = $1, validator_state = $2, revision = revision + 1,
+			read_failure = NULL, registry_fold = NULL
 		WHERE id = $3`, v.Next(), state, id)
 	return err
 }
@@ -81,6 +84,18 @@ func recordVerified(ctx context.Context, q querier, id string, v *session.Valida
 func recordReadFailure(ctx context.Context, q querier, id string, err error) error {
 	_, werr := q.Exec(ctx, "UPDATE sessions SET read_failure = $1 WHERE id = $2", err.Error(), id)
 	return werr
+}
+
+// RecordRegistryFold implements backend.RegistryFoldRecorder.
+func (s *Store) RecordRegistryFold(ctx context.Context, id string, fold []byte) error {
+	tag, err := s.q().Exec(ctx, "UPDATE sessions SET registry_fold = $1 WHERE id = $2", string(fold), id)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = storedlog.NotFound(id)
+	}
+	if err != nil {
+		return s.storeError(err, "record the registry fold of session "+id)
+	}
+	return nil
 }
 
 // readFailure is the read_failure column for a log a read fails on with

@@ -109,6 +109,9 @@ func (s *Store) DeleteCheckpoint(ctx context.Context, id string) error {
 
 // ClearCheckpoints implements backend.CheckpointWriter.
 func (s *Store) ClearCheckpoints(ctx context.Context) (int64, error) {
+	if _, err := s.Querier().ExecContext(ctx, `UPDATE sessions SET registry_fold = NULL WHERE registry_fold IS NOT NULL`); err != nil {
+		return 0, s.storeError(err, "clear registry folds")
+	}
 	res, err := s.Querier().ExecContext(ctx, `DELETE FROM projection_checkpoints`)
 	if err != nil {
 		return 0, s.storeError(err, "clear checkpoints")

@@ -805,11 +805,11 @@ func TestTriggersClearReadFailureOnOutsideChanges(t *testing.T) {
 				t.Fatal(err)
 			}
 			ids := []string{"s", "other", "d"}
-			if got, err := s.ReadFailures(ctx, ids); err != nil || len(got) != 3 {
-				t.Fatalf("ReadFailures before the change = %v, %v; want all three", got, err)
+			if got, err := s.ColdVerdicts(ctx, ids); err != nil || len(got) != 3 {
+				t.Fatalf("ColdVerdicts before the change = %v, %v; want all three", got, err)
 			}
 			mustExec(t, s, change.sql)
-			got, err := s.ReadFailures(ctx, ids)
+			got, err := s.ColdVerdicts(ctx, ids)
 			if err != nil {
 				t.Fatal(err)
 			}

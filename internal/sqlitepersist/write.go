@@ -36,7 +36,9 @@ func insertBareHeader(ctx context.Context, q Querier, h session.Header) error {
 // validated, and counts the write in revision. verified is cleared first so
 // the update always moves it from 0 to 1, which is how the
 // sessions_bookkeeping_unverifies trigger tells dsh's writes from others.
-// A verified log is readable, so no read failure stays recorded.
+// A verified log is readable, so no read failure stays recorded, and it
+// has changed, so neither does a registry fold (its writer records the new
+// one after this, in the same transaction).
 func recordVerified(ctx context.Context, q Querier, id string, v *session.Validator) error {
 	state, err := v.MarshalState()
 	if err != nil {
@@ -46,7 +48,8 @@ func recordVerified(ctx context.Context, q Querier, id string, v *session.Valida
 		return err
 	}
 	_, err = q.ExecContext(ctx, `UPDATE sessions
-		SET verified = 1, next_seq = ?, validator_state = ?, revision = revision + 1, read_failure = NULL
+		SET verified = 1, next_seq = ?, validator_state = ?, revision = revision + 1,
+			read_failure = NULL, registry_fold = NULL
 		WHERE id = ?`, v.Next(), state, id)
 	return err
 }
@@ -56,6 +59,21 @@ func recordVerified(ctx context.Context, q Querier, id string, v *session.Valida
 func recordReadFailure(ctx context.Context, q Querier, id string, err error) error {
 	_, werr := q.ExecContext(ctx, "UPDATE sessions SET read_failure = ? WHERE id = ?", err.Error(), id)
 	return werr
+}
+
+// RecordRegistryFold implements backend.RegistryFoldRecorder.
+func (s *Store) RecordRegistryFold(ctx context.Context, id string, fold []byte) error {
+	res, err := s.Querier().ExecContext(ctx, "UPDATE sessions SET registry_fold = ? WHERE id = ?", string(fold), id)
+	if err == nil {
+		var n int64
+		if n, err = res.RowsAffected(); err == nil && n == 0 {
+			err = storedlog.NotFound(id)
+		}
+	}
+	if err != nil {
+		return s.storeError(err, "record the registry fold of session "+id)
+	}
+	return nil
 }
 
 // readFailure is the read_failure column for a log a read fails on with

@@ -68,7 +68,7 @@ func Run(t *testing.T, target Target) {
 		{"AppendAndStaleWriter", testAppendStaleWriter},
 		{"TornTailCutThenRepairedOnce", testTornTail},
 		{"DamagedLogKeptAndRefused", testDamagedLog},
-		{"ReadFailuresRecordedAtImport", testReadFailures},
+		{"ColdVerdicts", testColdVerdicts},
 		{"ChildrenOrder", testChildrenOrder},
 		{"HasChildren", testHasChildren},
 		{"StreamEverySession", testStreamSessions},
@@ -441,11 +441,17 @@ func testDamagedLog(t *testing.T, e *env) {
 // A store records, in the import that stores it, that a log cannot be read
 // (failing validation, or damaged), with the error Inspect gives; a log that
 // reads (valid, or torn with a valid prefix) and an unknown id carry no
-// record, and asking writes nothing.
-func testReadFailures(t *testing.T, e *env) {
-	rf, ok := e.b.(backend.ReadFailureReader)
+// record, and asking writes nothing. A registry fold recorded beside a log
+// is returned as given until the log changes (an append) or the cache is
+// cleared.
+func testColdVerdicts(t *testing.T, e *env) {
+	cv, ok := e.b.(backend.ColdVerdictReader)
 	if !ok {
-		t.Fatalf("%T does not record read failures", e.b)
+		t.Fatalf("%T records no cold verdicts", e.b)
+	}
+	rf, ok := e.b.(backend.RegistryFoldRecorder)
+	if !ok {
+		t.Fatalf("%T records no registry folds", e.b)
 	}
 	invalid := turn(0, 1)
 	invalid[1].SurfaceOp = nil
@@ -464,22 +470,60 @@ func testReadFailures(t *testing.T, e *env) {
 		t.Fatalf("import valid: %v", err)
 	}
 	e.create(root("created", 5), turn(0, 1))
+	ids := []string{"invalid", "damaged", "torn", "imported", "created", "unknown"}
 	before := e.dump(e.b)
-	got, err := rf.ReadFailures(e.ctx, []string{"invalid", "damaged", "torn", "imported", "created", "unknown"})
+	got, err := cv.ColdVerdicts(e.ctx, ids)
 	if err != nil {
-		t.Fatalf("ReadFailures: %v", err)
+		t.Fatalf("ColdVerdicts: %v", err)
 	}
 	if len(got) != 2 {
-		t.Errorf("ReadFailures = %v, want invalid and damaged only", got)
+		t.Errorf("ColdVerdicts = %v, want invalid and damaged only", got)
 	}
 	for _, id := range []string{"invalid", "damaged"} {
 		_, readErr := e.b.Inspect(e.ctx, id)
-		if readErr == nil || got[id] == nil || got[id].Error() != readErr.Error() {
-			t.Errorf("%s: recorded %v, Inspect fails with %v", id, got[id], readErr)
+		if readErr == nil || got[id].ReadErr == nil || got[id].ReadErr.Error() != readErr.Error() || got[id].RegistryFold != nil {
+			t.Errorf("%s: recorded %+v, Inspect fails with %v", id, got[id], readErr)
 		}
 	}
 	if after := e.dump(e.b); after != before {
-		t.Fatalf("ReadFailures wrote:\n%s\nwant\n%s", after, before)
+		t.Fatalf("ColdVerdicts wrote:\n%s\nwant\n%s", after, before)
+	}
+
+	fold := func() []byte {
+		t.Helper()
+		got, err := cv.ColdVerdicts(e.ctx, []string{"created"})
+		if err != nil {
+			t.Fatalf("ColdVerdicts: %v", err)
+		}
+		if got["created"].ReadErr != nil {
+			t.Fatalf("created: read failure %v recorded", got["created"].ReadErr)
+		}
+		return got["created"].RegistryFold
+	}
+	const recorded = "unit@1\n{\"seq\":3}"
+	if err := rf.RecordRegistryFold(e.ctx, "created", []byte(recorded)); err != nil {
+		t.Fatalf("RecordRegistryFold: %v", err)
+	}
+	if f := fold(); string(f) != recorded {
+		t.Errorf("registry fold = %q, want %q", f, recorded)
+	}
+	if err := e.b.Append(e.ctx, "created", 6, turn(6, 2)); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	if f := fold(); f != nil {
+		t.Errorf("registry fold %q survived an append", f)
+	}
+	if err := rf.RecordRegistryFold(e.ctx, "created", []byte(recorded)); err != nil {
+		t.Fatalf("RecordRegistryFold: %v", err)
+	}
+	if _, err := e.b.ClearCheckpoints(e.ctx); err != nil {
+		t.Fatalf("ClearCheckpoints: %v", err)
+	}
+	if f := fold(); f != nil {
+		t.Errorf("registry fold %q survived ClearCheckpoints", f)
+	}
+	if err := rf.RecordRegistryFold(e.ctx, "unknown", []byte(recorded)); !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("RecordRegistryFold(unknown) = %v, want ErrNotFound", err)
 	}
 }
 

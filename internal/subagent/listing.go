@@ -25,12 +25,15 @@ type BatchColdReader interface {
 	ColdReadMany(ctx context.Context, ids []string, types []string) (map[string]ColdLog, error)
 }
 
-// ColdLog is one cold read: the stored header and the requested events, or
-// Err when the read fails (the row is then unavailable).
+// ColdLog is one cold read: the stored header and the requested events;
+// or Err when the read fails (the row is then unavailable); or, in place of
+// the events, the registry fold recorded beside the log when it was stored
+// (see RecordRegistryFold), for the header the listing enumerated.
 type ColdLog struct {
-	Header session.Header
-	Events []session.Event
-	Err    error
+	Header       session.Header
+	Events       []session.Event
+	Err          error
+	RegistryFold []byte
 }
 
 // ColdReader reads a cold child's stored header and the events of the given
@@ -383,7 +386,7 @@ func (l *Lister) foldTypes() []string {
 
 // readColdBatch serves as many pending candidates as the cold reader can
 // read in one go (a BatchColdReader: for dsh's store, every log recorded as
-// verified or as unreadable) and returns the candidates still to be read one at a time. A
+// verified, as unreadable or with its registry fold) and returns the candidates still to be read one at a time. A
 // batch that fails is no verdict: its candidates are read one at a time.
 func (l *Lister) readColdBatch(ctx context.Context, recs []corpus.Record, pending []int, out []Resolution, types []string) ([]int, error) {
 	batch, ok := l.Cold.(BatchColdReader)
@@ -404,6 +407,7 @@ func (l *Lister) readColdBatch(ctx context.Context, recs []corpus.Record, pendin
 	if err != nil {
 		return pending, nil
 	}
+	signature := registrySignature(l.Units)
 	var rest []int
 	for _, i := range pending {
 		log, found := logs[recs[i].Header.ID]
@@ -412,6 +416,13 @@ func (l *Lister) readColdBatch(ctx context.Context, recs []corpus.Record, pendin
 			rest = append(rest, i)
 		case log.Err != nil:
 			out[i] = Resolution{Row: diagnostic(ReasonUnavailable), Rung: RungRead, Cause: log.Err}
+		case log.RegistryFold != nil:
+			res, ok := resolveFold(recs[i], signature, log.RegistryFold)
+			if !ok {
+				rest = append(rest, i)
+				continue
+			}
+			out[i] = res
 		default:
 			out[i] = l.resolveRead(recs[i], log.Header, log.Events)
 		}
@@ -430,17 +441,23 @@ func (l *Lister) resolveRead(rec corpus.Record, stored session.Header, events []
 		// Any registered unit failing on a cold log makes the row corrupt.
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
 	}
-	id, err := IdentityFromView(snap.Values[UnitKey])
+	// The cut comes from the header read with the events: seq and cut of
+	// one file (a later format's cut is its tagged marker, which an
+	// enumerated header cannot know).
+	return resolveFolded(snap.Values[UnitKey], stored.InheritedCut())
+}
+
+// resolveFolded is the row of a cold log whose units all folded, from its
+// `subagent` view and its header's inherited cut.
+func resolveFolded(view json.RawMessage, cut int64) Resolution {
+	id, err := IdentityFromView(view)
 	if err != nil {
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
 	}
 	if id == nil {
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrNoIdentity}
 	}
-	// The cut comes from the header read with the events: seq and cut of
-	// one file (a later format's cut is its tagged marker, which an
-	// enumerated header cannot know).
-	if !OwnSuffix(id.Seq, stored.InheritedCut()) {
+	if !OwnSuffix(id.Seq, cut) {
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrAncestorOnly, Identity: id}
 	}
 	return Resolution{Row: childRow(id, ActivityInactive), Rung: RungRead, Identity: id}

@@ -69,3 +69,55 @@ func TestChildListingResolvesAsTheGeneralPath(t *testing.T) {
 		}
 	}
 }
+
+// The registry folds recorded beside the logs (by the corpus generator, as
+// by dsh's turn writer) resolve every child exactly as reading its log does:
+// forks (seeded), malformed and identity-less children included, for both
+// scopes; and they are what the listing used.
+func TestRecordedRegistryFoldsResolveAsTheLogRead(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlitepersist.Open(ctx, filepath.Join(t.TempDir(), "folds.db"), sqlitepersist.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := gencorpus.Generate(ctx, st, gencorpus.Spec{Children: 400, Sessions: 800, MinEvents: 10, MaxEvents: 40, Seed: 9}); err != nil {
+		t.Fatal(err)
+	}
+	var folds int
+	if err := st.Querier().QueryRowContext(ctx, "SELECT count(*) FROM sessions WHERE registry_fold IS NOT NULL").Scan(&folds); err != nil {
+		t.Fatal(err)
+	}
+	if folds == 0 {
+		t.Fatal("the generator recorded no registry folds")
+	}
+	resolveBoth := func() [2][]subagent.Resolution {
+		t.Helper()
+		l := subagent.NewStoreLister(st, st, 0)
+		children, err := l.ResolveChildren(ctx, gencorpus.DefaultParent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		descendants, err := l.ResolveDescendants(ctx, gencorpus.DefaultParent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [2][]subagent.Resolution{children, descendants}
+	}
+	fromFolds := resolveBoth()
+	if _, err := st.Querier().ExecContext(ctx, "UPDATE sessions SET registry_fold = NULL"); err != nil {
+		t.Fatal(err)
+	}
+	fromLogs := resolveBoth()
+	for scope := range fromFolds {
+		got, want := fromFolds[scope], fromLogs[scope]
+		if len(got) != len(want) {
+			t.Fatalf("scope %d: %d resolutions from folds, %d from logs", scope, len(got), len(want))
+		}
+		for i := range got {
+			if !reflect.DeepEqual(got[i].Row, want[i].Row) || got[i].Rung != want[i].Rung || !reflect.DeepEqual(got[i].Identity, want[i].Identity) {
+				t.Errorf("scope %d candidate %d: from the fold %+v (rung %s), from the log %+v (rung %s)", scope, i, got[i].Row, got[i].Rung, want[i].Row, want[i].Rung)
+			}
+		}
+	}
+}

@@ -52,8 +52,8 @@ type VerifiedBatchReader interface {
 func NewLister(r ListingReader, live corpus.LiveSource, cache IdentityCache, coldConcurrency int) *Lister {
 	var cold ColdReader = logColdReader{r}
 	if b, ok := r.(VerifiedBatchReader); ok {
-		failures, _ := r.(backend.ReadFailureReader)
-		cold = batchColdReader{logColdReader{r}, b, failures}
+		verdicts, _ := r.(backend.ColdVerdictReader)
+		cold = batchColdReader{logColdReader{r}, b, verdicts}
 	}
 	return &Lister{
 		Headers:         r,
@@ -109,40 +109,40 @@ func (c logColdReader) ColdRead(ctx context.Context, id string, types []string) 
 }
 
 // batchColdReader is a logColdReader that reads every verified log of a
-// batch in one go, and, when the backend records them, learns which of the
-// others cannot be read without reading them.
+// batch in one go, after taking from the backend, when it records them,
+// what it recorded about the others (read failures, registry folds).
 type batchColdReader struct {
 	logColdReader
 	batch    VerifiedBatchReader
-	failures backend.ReadFailureReader // nil: none recorded
+	verdicts backend.ColdVerdictReader // nil: nothing recorded
 }
 
-// ColdReadMany implements BatchColdReader; logs the backend has neither
-// verified nor recorded as unreadable are left to ColdRead.
+// ColdReadMany implements BatchColdReader; logs the backend has neither a
+// verdict for nor verified are left to ColdRead.
 func (c batchColdReader) ColdReadMany(ctx context.Context, ids []string, types []string) (map[string]ColdLog, error) {
-	ins, err := c.batch.InspectVerifiedTypes(ctx, ids, types)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]ColdLog, len(ins))
-	for id, in := range ins {
-		out[id] = ColdLog{Header: in.Header, Events: in.Events}
-	}
-	if c.failures == nil || len(out) == len(ids) {
-		return out, nil
-	}
-	rest := make([]string, 0, len(ids)-len(out))
-	for _, id := range ids {
-		if _, ok := out[id]; !ok {
-			rest = append(rest, id)
+	out := make(map[string]ColdLog, len(ids))
+	rest := ids
+	if c.verdicts != nil {
+		recorded, err := c.verdicts.ColdVerdicts(ctx, ids)
+		if err != nil {
+			return nil, err
+		}
+		rest = make([]string, 0, len(ids)-len(recorded))
+		for _, id := range ids {
+			v, ok := recorded[id]
+			if !ok {
+				rest = append(rest, id)
+				continue
+			}
+			out[id] = ColdLog{Err: v.ReadErr, RegistryFold: v.RegistryFold}
 		}
 	}
-	failed, err := c.failures.ReadFailures(ctx, rest)
+	ins, err := c.batch.InspectVerifiedTypes(ctx, rest, types)
 	if err != nil {
 		return nil, err
 	}
-	for id, err := range failed {
-		out[id] = ColdLog{Err: err}
+	for id, in := range ins {
+		out[id] = ColdLog{Header: in.Header, Events: in.Events}
 	}
 	return out, nil
 }

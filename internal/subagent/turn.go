@@ -128,9 +128,16 @@ func (w *childWriter) committed() {
 	w.pending = nil
 }
 
+// checkpoint writes the checkpoint record and the registry fold of the log
+// as stored in tx: the writer's fold covers every event of it (the log it
+// started from and each batch appended since).
 func (w *childWriter) checkpoint(ctx context.Context, tx backend.Store) bool {
 	cp, _ := w.fold.Checkpoint() // a failed unit has no row; its failure is published
-	if err := checkpoint.NewCache(tx, w.reg).Put(ctx, w.header, w.fold.AsOfSeq(), cp); err != nil {
+	err := checkpoint.NewCache(tx, w.reg).Put(ctx, w.header, w.fold.AsOfSeq(), cp)
+	if err == nil {
+		err = RecordRegistryFold(ctx, tx, w.reg, w.header.ID, w.fold)
+	}
+	if err != nil {
 		w.checkpointErr = err
 		return false
 	}

@@ -1,0 +1,81 @@
+package subagent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/checkpoint"
+	"github.com/dsh-project/dsh/internal/corpus"
+)
+
+// A registry fold is what a writer records beside a log it has just stored
+// (backend.RegistryFoldRecorder) so that a listing resolves the child as a
+// cold read of that log would (resolveRead) without reading it: the
+// registry's units and state versions, then the outcome of folding them over
+// the whole stored log, either the `subagent` view or "!" and the failure of
+// a unit. Its text:
+//
+//	<key>@<version>[,<key>@<version>…]\n<view JSON> | !<failure>
+//
+// The store voids it on any change to the log, and a listing whose registry
+// differs ignores it, so it always is the fold a cold read would compute.
+// It is not a checkpoint record: those are served by DSH's cache rules (and
+// may come from elsewhere), while this describes the log as stored.
+
+// RecordRegistryFold records the outcome of fold, a fold of reg over the
+// whole of session id's log as stored in tx, when the store keeps registry
+// folds. Call it in the transaction that stored the log.
+func RecordRegistryFold(ctx context.Context, tx backend.Store, reg *checkpoint.Registry, id string, fold *checkpoint.Fold) error {
+	rec, ok := tx.(backend.RegistryFoldRecorder)
+	if !ok {
+		return nil
+	}
+	return rec.RecordRegistryFold(ctx, id, encodeRegistryFold(reg, fold))
+}
+
+func encodeRegistryFold(reg *checkpoint.Registry, fold *checkpoint.Fold) []byte {
+	out := []byte(registrySignature(reg))
+	out = append(out, '\n')
+	snap, err := fold.Snapshot()
+	if err != nil {
+		return append(append(out, '!'), err.Error()...)
+	}
+	view := snap.Values[UnitKey]
+	if len(view) == 0 {
+		view = []byte("null")
+	}
+	return append(out, view...)
+}
+
+// registrySignature names every registered unit with its state version.
+func registrySignature(reg *checkpoint.Registry) string {
+	var b strings.Builder
+	for i, key := range reg.Keys() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		ver, _ := reg.StateVersion(key)
+		b.WriteString(key)
+		b.WriteByte('@')
+		b.WriteString(strconv.Itoa(ver))
+	}
+	return b.String()
+}
+
+// resolveFold is resolveRead from a recorded registry fold of rec's log
+// (read with rec's header, so the lifecycle witness holds); ok is false
+// when the fold was recorded under another registry.
+func resolveFold(rec corpus.Record, signature string, fold []byte) (res Resolution, ok bool) {
+	sig, outcome, found := bytes.Cut(fold, []byte("\n"))
+	if !found || string(sig) != signature {
+		return Resolution{}, false
+	}
+	if failure, failed := bytes.CutPrefix(outcome, []byte("!")); failed {
+		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %s", ErrUnitFailed, failure)}, true
+	}
+	return resolveFolded(outcome, rec.Header.InheritedCut()), true
+}
