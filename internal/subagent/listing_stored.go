@@ -1,6 +1,7 @@
 package subagent
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/dsh-project/dsh/internal/backend"
@@ -89,15 +90,41 @@ func (l *Lister) resolveFromStored(recs []corpus.Record, stored []storedRecord, 
 	var pending []int
 	for _, i := range cold {
 		if rows := stored[i].rows; rows != nil && !recs[i].Header.IsSeeded() {
-			// A record that does not decode is a miss, as in rung 2.
-			if view, err := l.Units.ViewOf(rows, UnitKey); err == nil {
-				if id, err := IdentityFromView(view); err == nil && id != nil {
-					out[i] = Resolution{Row: childRow(id, ActivityInactive), Rung: RungCache, Identity: id}
-					continue
-				}
+			if id := l.cachedIdentity(rows); id != nil {
+				out[i] = Resolution{Row: childRow(id, ActivityInactive), Rung: RungCache, Identity: id}
+				continue
 			}
 		}
 		pending = append(pending, i)
 	}
 	return pending
+}
+
+// cachedIdentity is the identity of a checkpoint record's `subagent` view
+// (ViewOf, then IdentityFromView), nil for a miss: a record that does not
+// decode, a row at another state version, no identity. A record in the
+// form dsh writes, holding an identity in the form the unit writes, is read
+// directly: the unit's View would render that identity and
+// IdentityFromView read it back unchanged.
+func (l *Lister) cachedIdentity(rows []byte) *Identity {
+	if u, state, ok := l.Units.SoleRowState(rows, UnitKey); ok {
+		if _, ours := u.(identityUnit); ok && ours {
+			if inner, found := bytes.CutPrefix(state, identityPrefix); found {
+				if view, found := bytes.CutSuffix(inner, []byte("}")); found {
+					if id, ok := canonicalIdentity(view); ok {
+						return &id
+					}
+				}
+			}
+		}
+	}
+	view, err := l.Units.ViewOf(rows, UnitKey)
+	if err != nil {
+		return nil
+	}
+	id, err := IdentityFromView(view)
+	if err != nil {
+		return nil
+	}
+	return id
 }

@@ -2,6 +2,7 @@ package subagent
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -50,6 +51,40 @@ func BenchmarkIdentityFromView(b *testing.B) {
 	for b.Loop() {
 		if id, err := IdentityFromView(view); err != nil || id == nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// cachedIdentity's direct read of a record in the form dsh writes gives
+// exactly what the general path (ViewOf, then IdentityFromView) gives, for
+// records it reads directly and for every record it leaves to that path.
+func TestCachedIdentityAgreesWithViewOf(t *testing.T) {
+	l := &Lister{Units: NewRegistry()}
+	ver := func(v int) string { return `{"subagent":{"ver":` + strconv.Itoa(v) + `,"seq":4,"val":` }
+	cur := ver(UnitStateVersion)
+	records := []string{
+		cur + `{"identity":{"mode":"continuable","label":"summarize the doc","seq":3}}}}`,
+		cur + `{"identity":{"mode":"one-shot","seq":2}}}}`,
+		cur + `{"identity":{"mode":"continuable","label":"tab\there","seq":3}}}}`,
+		cur + `{"identity":{"mode":"continuable","label":"caf\u00e9","seq":3}}}}`,
+		cur + `{"identity": {"mode":"one-shot","seq":2}}}}`,
+		cur + `{"identity":{"mode":"one-shot","seq":2} }}}`,
+		cur + `{"identity":null}}}`,
+		cur + `{}}}`,
+		cur + `{"identity":{"mode":"one-shot","seq":2},"extra":1}}}`,
+		ver(UnitStateVersion+1) + `{"identity":{"mode":"one-shot","seq":2}}}}`,
+		`{"other":{"ver":1,"seq":4,"val":{}}}`,
+		`{"subagent":{"seq":4,"ver":` + strconv.Itoa(UnitStateVersion) + `,"val":{"identity":{"mode":"one-shot","seq":2}}}}`,
+		`not json`,
+	}
+	for _, rec := range records {
+		got := l.cachedIdentity([]byte(rec))
+		var want *Identity
+		if view, err := l.Units.ViewOf([]byte(rec), UnitKey); err == nil {
+			want, _ = IdentityFromView(view)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: cachedIdentity %+v, ViewOf and IdentityFromView %+v", rec, got, want)
 		}
 	}
 }
