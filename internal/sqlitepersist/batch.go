@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dsh-project/dsh/internal/backend"
@@ -18,11 +19,11 @@ var closerTypes = []string{session.TypeToolResult, session.TypeStepEnd, session.
 
 // InspectVerifiedTypes is InspectTypes for many sessions at once, limited to
 // the sessions whose logs are recorded as verified and have no torn tail:
-// for each it returns the header and the events of the given types, read in
-// one snapshot with two queries however many sessions there are. Sessions
-// left out of the result (unknown, unverified, torn) must be read one at a
-// time with InspectTypes; for the ones returned, InspectTypes would return
-// the same header and events.
+// for each it returns the header and the events of the given types, read
+// with one statement however many sessions there are. Sessions left out of
+// the result (unknown, unverified, torn) must be read one at a time with
+// InspectTypes; for the ones returned, InspectTypes would return the same
+// header and events.
 //
 // Closers are not computed, so types must not include a type a closer can
 // have (tool/result, step/end, turn/end).
@@ -39,73 +40,89 @@ func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []
 	if len(ids) == 0 {
 		return out, nil
 	}
-	idList := jsjson.StringArray(ids)
-	err := s.ReadSnapshot(ctx, func(view *Store) error {
-		q := view.tx
-		rows, err := q.QueryContext(ctx, "SELECT "+headerColumns+` FROM sessions
-			WHERE id IN (SELECT value FROM json_each(?)) AND verified = 1
-			AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = sessions.id)`, idList)
-		if err != nil {
-			return err
+	// One statement (one snapshot): each header with its typed events
+	// joined by the events' key, in (session, seq) order; a header without
+	// such events comes once, with NULL event columns.
+	var filter string
+	args := []any{jsjson.StringArray(ids)}
+	if len(types) == 1 && types[0] == session.TypeDescriptor {
+		// A literal type lets SQLite match the partial index's WHERE clause.
+		filter = "e.type = '" + session.TypeDescriptor + "'"
+	} else {
+		params := make([]string, len(types))
+		for k, t := range types {
+			params[k] = "?" + strconv.Itoa(k+2) // ?1 is the id list
+			args = append(args, t)
 		}
-		for rows.Next() {
-			var r headerRow
-			if err := rows.Scan(r.targets()...); err != nil {
-				rows.Close()
-				return err
-			}
-			out[r.h.ID] = &Inspection{Header: r.header(), Events: []session.Event{}, Closers: []session.Event{}, Verified: true}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		return readTypedEvents(ctx, q, idList, types, out)
-	})
+		filter = "e.type IN (" + strings.Join(params, ", ") + ")"
+	}
+	rows, err := s.Querier().QueryContext(ctx, "SELECT "+verifiedHeaderColumns+", "+joinedEventColumns+` FROM sessions s
+		LEFT JOIN events e ON e.session_id = s.id AND `+filter+`
+		WHERE s.id IN (SELECT value FROM json_each(?1)) AND s.verified = 1
+		AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id)
+		ORDER BY s.id, e.seq`, args...)
 	if err != nil {
+		return nil, s.storeError(err, "inspect verified logs")
+	}
+	defer rows.Close()
+	var (
+		h    headerRow
+		ev   joinedEvent
+		last *Inspection
+	)
+	targets := append(h.targets(), ev.targets()...)
+	for rows.Next() {
+		if err := rows.Scan(targets...); err != nil {
+			return nil, s.storeError(err, "inspect verified logs")
+		}
+		if last == nil || last.Header.ID != h.h.ID {
+			last = &Inspection{Header: h.header(), Events: []session.Event{}, Closers: []session.Event{}, Verified: true}
+			out[h.h.ID] = last
+		}
+		r, present := ev.row()
+		if !present {
+			continue
+		}
+		e, err := r.Decode()
+		if err != nil {
+			return nil, s.storeError(storedlog.CorruptRow(h.h.ID, r.Seq, err.Error()), "inspect verified logs")
+		}
+		last.Events = append(last.Events, e)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, s.storeError(err, "inspect verified logs")
 	}
 	return out, nil
 }
 
-// readTypedEvents appends the events of the given types of every session in
-// into to its inspection, in seq order.
-func readTypedEvents(ctx context.Context, q Querier, idList string, types []string, into map[string]*Inspection) error {
-	var filter string
-	args := []any{idList}
-	if len(types) == 1 && types[0] == session.TypeDescriptor {
-		// A literal type lets SQLite match the partial index's WHERE clause.
-		filter = "type = '" + session.TypeDescriptor + "'"
-	} else {
-		filter = "type IN (?" + strings.Repeat(", ?", len(types)-1) + ")"
-		for _, t := range types {
-			args = append(args, t)
-		}
+// verifiedHeaderColumns and joinedEventColumns are headerColumns and
+// eventColumns of sessions s LEFT JOIN events e.
+const (
+	verifiedHeaderColumns = "s.id, s.version, s.created_at, s.cwd, s.parent_session, s.seed_length, s.origin, s.delegation_depth, s.agent_preset"
+	joinedEventColumns    = "e.seq, e.type, e.time, e.data, e.source_event_seqs, e.surface_op, e.ignorable, e.unknown_keys"
+)
+
+// joinedEvent scans an event row's columns from the nullable side of a
+// LEFT JOIN: all NULL when the header has no matching event.
+type joinedEvent struct {
+	seq, time, ignorable sql.NullInt64
+	typ                  sql.NullString
+	r                    storedlog.Row
+}
+
+func (j *joinedEvent) targets() []any {
+	return []any{&j.seq, &j.typ, &j.time, &j.r.Data, &j.r.SourceEventSeqs, &j.r.SurfaceOp, &j.ignorable, &j.r.UnknownKeys}
+}
+
+// row is the scanned event, present false for a header without one (the
+// key column is NOT NULL in the table, so NULL means no joined row).
+func (j *joinedEvent) row() (storedlog.Row, bool) {
+	if !j.seq.Valid {
+		return storedlog.Row{}, false
 	}
-	rows, err := q.QueryContext(ctx, "SELECT session_id, "+eventColumns+` FROM events
-		WHERE session_id IN (SELECT value FROM json_each(?)) AND `+filter+`
-		ORDER BY session_id, seq`, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var r storedlog.Row
-		if err := rows.Scan(append([]any{&id}, r.Targets()...)...); err != nil {
-			return err
-		}
-		in, ok := into[id]
-		if !ok {
-			continue // not verified: read one at a time
-		}
-		ev, err := r.Decode()
-		if err != nil {
-			return storedlog.CorruptRow(id, r.Seq, err.Error())
-		}
-		in.Events = append(in.Events, ev)
-	}
-	return rows.Err()
+	r := j.r
+	r.Seq, r.Type, r.Time, r.Ignorable = j.seq.Int64, j.typ.String, j.time.Int64, j.ignorable.Int64
+	return r, true
 }
 
 // ColdVerdicts implements backend.ColdVerdictReader: the read failures
