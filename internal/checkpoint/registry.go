@@ -284,14 +284,15 @@ func (f *Fold) Err() error { return errors.Join(f.errs...) }
 // JSON fails its unit (see Registry.Restore for the error).
 func (f *Fold) Snapshot() (Snapshot, error) {
 	s := Snapshot{AsOfSeq: f.seq, Values: make(map[string]json.RawMessage, len(f.units))}
-	errs := slices.Clone(f.errs)
+	var errs []error // in registration order; none in the usual case
 	for i, u := range f.units {
-		if errs[i] != nil {
+		if f.errs[i] != nil {
+			errs = append(errs, f.errs[i])
 			continue
 		}
 		v, err := view(u, f.states[i])
 		if err != nil {
-			errs[i] = err
+			errs = append(errs, err)
 			continue
 		}
 		s.Values[u.Key()] = v

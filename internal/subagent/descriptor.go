@@ -121,12 +121,11 @@ func ParseDescriptor(raw json.RawMessage) (*Descriptor, error) {
 		return nil, nil
 	}
 	modeRaw, _ := payload.get("mode")
-	switch mode, _ := stringValue(modeRaw); Mode(mode) {
-	case ModeOneShot, ModeContinuable:
-		d.Mode = Mode(mode)
-	default:
+	mode, ok := modeValue(modeRaw)
+	if !ok {
 		return nil, malformed(`mode must be "one-shot" or "continuable"`)
 	}
+	d.Mode = mode
 	allowed := oneShotKeys
 	switch {
 	case d.Mode == ModeContinuable && d.Version == DescriptorVersionLater:
@@ -180,6 +179,23 @@ func ParseDescriptor(raw json.RawMessage) (*Descriptor, error) {
 		d.ToolFilter = tf
 	}
 	return &d, nil
+}
+
+// modeValue reads a JSON value that must be one of the two modes, without
+// building a string for the literal forms dsh writes.
+func modeValue(raw json.RawMessage) (Mode, bool) {
+	switch string(bytes.TrimSpace(raw)) {
+	case `"` + string(ModeOneShot) + `"`:
+		return ModeOneShot, true
+	case `"` + string(ModeContinuable) + `"`:
+		return ModeContinuable, true
+	}
+	// Escaped spellings of a mode name it all the same.
+	switch s, _ := stringValue(raw); Mode(s) {
+	case ModeOneShot, ModeContinuable:
+		return Mode(s), true
+	}
+	return "", false
 }
 
 // optionalString reads a key that may be absent; present, it must be a

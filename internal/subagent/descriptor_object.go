@@ -44,9 +44,11 @@ func decodeObject(raw json.RawMessage) (obj object, ok bool) {
 			i = skipSpace(raw, i+1)
 		}
 		end := stringEnd(raw, i)
-		key, ok := stringValue(raw[i:end])
+		key, ok := knownKey(raw[i+1 : end-1])
 		if !ok {
-			return object{}, false
+			if key, ok = stringValue(raw[i:end]); !ok {
+				return object{}, false
+			}
 		}
 		i = skipSpace(raw, end) + 1 // past ':'
 		i = skipSpace(raw, i)
@@ -60,6 +62,36 @@ func decodeObject(raw json.RawMessage) (obj object, ok bool) {
 		}
 		i = end
 	}
+}
+
+// knownKey returns the key a descriptor may hold whose quoted text is
+// exactly lit, without allocating: every payload repeats these.
+func knownKey(lit []byte) (string, bool) {
+	switch string(lit) {
+	case "version":
+		return "version", true
+	case "mode":
+		return "mode", true
+	case "provider":
+		return "provider", true
+	case "label":
+		return "label", true
+	case "agentProvider":
+		return "agentProvider", true
+	case "agentModel":
+		return "agentModel", true
+	case "agentReasoningEffort":
+		return "agentReasoningEffort", true
+	case "persona":
+		return "persona", true
+	case "toolFilter":
+		return "toolFilter", true
+	case "allow":
+		return "allow", true
+	case "deny":
+		return "deny", true
+	}
+	return "", false
 }
 
 func (o object) index(key string) int {

@@ -150,13 +150,20 @@ func (identityUnit) Apply(state json.RawMessage, e session.Event) (json.RawMessa
 		return emptyState, nil
 	}
 	id := Identity{Mode: d.Mode, Label: d.Label, Seq: e.Seq}
-	b := append([]byte(nil), identityPrefix...)
+	// Room for the prefix, the fixed keys, a mode, a seq and an unescaped
+	// label: one allocation for the usual state.
+	size := len(identityPrefix) + 64
+	if d.Label != nil {
+		size += len(*d.Label)
+	}
+	b := append(make([]byte, 0, size), identityPrefix...)
 	b = id.appendJSON(b)
 	return append(b, '}'), nil
 }
 
 // View returns the identity or `null`. The state may come from a checkpoint
-// written by another process, so it is checked as strictly as a view.
+// written by another process, so it is checked as strictly as a view. The
+// view may share the state's bytes (neither is ever written to).
 func (identityUnit) View(state json.RawMessage) (json.RawMessage, error) {
 	// Fast paths for the exact shapes Apply writes; anything else takes
 	// the general path below.
@@ -164,7 +171,12 @@ func (identityUnit) View(state json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage("null"), nil
 	}
 	if inner, ok := bytes.CutPrefix(state, identityPrefix); ok && bytes.HasSuffix(inner, []byte("}")) {
-		if id, err := IdentityFromView(inner[:len(inner)-1]); err == nil && id != nil {
+		view := inner[: len(inner)-1 : len(inner)-1]
+		if _, _, _, ok := scanCanonicalIdentity(view); ok {
+			// Canonical text is already what appendJSON would write.
+			return view, nil
+		}
+		if id, err := IdentityFromView(view); err == nil && id != nil {
 			return id.appendJSON(nil), nil
 		}
 	}

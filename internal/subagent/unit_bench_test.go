@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dsh-project/dsh/internal/checkpoint"
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -53,5 +54,46 @@ func BenchmarkFold(b *testing.B) {
 			b.ReportMetric(perEvent, "ns/event")
 			b.ReportMetric(1e9/perEvent, "events/s")
 		})
+	}
+}
+
+// coldChild is one cold child as a batch read returns it: its header and
+// its one descriptor event.
+func coldChild() (corpus.Record, []session.Event) {
+	h := session.Header{ID: "child", CreatedAt: 2, Cwd: strp("/work"), ParentSession: strp("parent"), Origin: strp(session.OriginSubagent)}
+	return corpus.Record{Header: h, ParentID: "parent", Depth: 1}, []session.Event{
+		{Type: session.TypeDescriptor, Seq: 2, Time: 1, Data: json.RawMessage(desc("review the parser"))},
+	}
+}
+
+// BenchmarkResolveRead is a cold listing's work per child once its
+// descriptor events are read: the lifecycle witness, the fold of every
+// registered unit, the identity and the own-suffix check.
+func BenchmarkResolveRead(b *testing.B) {
+	l := &Lister{Units: NewRegistry()}
+	rec, events := coldChild()
+	b.ReportAllocs()
+	for b.Loop() {
+		if res := l.resolveRead(rec, rec.Header, events); res.Row == nil || res.Row.Kind != KindChild {
+			b.Fatalf("resolved %+v", res)
+		}
+	}
+}
+
+// BenchmarkResolveReadFloor is BenchmarkResolveRead's floor: what
+// scripts/benchfloor's cold listing does per child, one json.Unmarshal of
+// the descriptor.
+func BenchmarkResolveReadFloor(b *testing.B) {
+	_, events := coldChild()
+	b.ReportAllocs()
+	for b.Loop() {
+		var d struct {
+			Version int     `json:"version"`
+			Mode    string  `json:"mode"`
+			Label   *string `json:"label"`
+		}
+		if err := json.Unmarshal(events[0].Data, &d); err != nil || d.Label == nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -12,47 +12,63 @@ import (
 // listing reads one per child. ok is false for any other text, which the
 // general decoder then judges, so this never changes a verdict.
 func canonicalIdentity(raw []byte) (id Identity, ok bool) {
+	mode, label, seq, ok := scanCanonicalIdentity(raw)
+	if !ok {
+		return id, false
+	}
+	id = Identity{Mode: mode, Seq: seq}
+	if label != nil {
+		s := string(label)
+		id.Label = &s
+	}
+	return id, true
+}
+
+// scanCanonicalIdentity is canonicalIdentity without building the
+// identity: label is nil when absent (the text between its quotes, when
+// present). Text it accepts is byte for byte what appendJSON writes for the
+// identity it holds: such a label has nothing to escape, and seq is written
+// in its only canonical form.
+func scanCanonicalIdentity(raw []byte) (mode Mode, label []byte, seq int64, ok bool) {
 	rest, found := bytes.CutPrefix(raw, []byte(`{"mode":"`))
 	if !found {
-		return id, false
+		return "", nil, 0, false
 	}
 	switch {
 	case bytes.HasPrefix(rest, []byte(`continuable"`)):
-		id.Mode, rest = ModeContinuable, rest[len(`continuable"`):]
+		mode, rest = ModeContinuable, rest[len(`continuable"`):]
 	case bytes.HasPrefix(rest, []byte(`one-shot"`)):
-		id.Mode, rest = ModeOneShot, rest[len(`one-shot"`):]
+		mode, rest = ModeOneShot, rest[len(`one-shot"`):]
 	default:
-		return id, false
+		return "", nil, 0, false
 	}
 	if after, found := bytes.CutPrefix(rest, []byte(`,"label":"`)); found {
 		end := bytes.IndexByte(after, '"')
 		if end < 0 || bytes.IndexByte(after[:end], '\\') >= 0 || !plainText(after[:end]) {
-			return id, false
+			return "", nil, 0, false
 		}
-		label := string(after[:end])
-		id.Label, rest = &label, after[end+1:]
-	} else if id.Mode == ModeContinuable {
-		return id, false
+		label, rest = after[:end:end], after[end+1:]
+	} else if mode == ModeContinuable {
+		return "", nil, 0, false
 	}
 	digits, found := bytes.CutPrefix(rest, []byte(`,"seq":`))
 	if !found || len(digits) < 2 || digits[len(digits)-1] != '}' {
-		return id, false
+		return "", nil, 0, false
 	}
 	digits = digits[:len(digits)-1]
 	if len(digits) > 1 && digits[0] == '0' {
-		return id, false
+		return "", nil, 0, false
 	}
 	for _, c := range digits {
 		if c < '0' || c > '9' {
-			return id, false
+			return "", nil, 0, false
 		}
 	}
 	seq, err := strconv.ParseInt(string(digits), 10, 64)
 	if err != nil || seq > maxSafeInteger {
-		return id, false
+		return "", nil, 0, false
 	}
-	id.Seq = seq
-	return id, true
+	return mode, label, seq, true
 }
 
 // plainText reports whether s is printable ASCII. Anything else (control

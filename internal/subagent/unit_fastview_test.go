@@ -38,6 +38,14 @@ func TestCanonicalIdentityAgreesWithDecoder(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(&fast, slow) {
 			t.Errorf("%s: fast %+v, decoder %+v (%v)", v, fast, slow, err)
 		}
+		// The unit's view of a state holding canonical text is that text,
+		// which must be exactly the identity's encoding.
+		if enc := string(fast.appendJSON(nil)); enc != v {
+			t.Errorf("%s: not canonical: the identity encodes as %s", v, enc)
+		}
+		if view, err := (identityUnit{}).View([]byte(`{"identity":` + v + `}`)); err != nil || string(view) != v {
+			t.Errorf("%s: unit view %s (%v)", v, view, err)
+		}
 	}
 	for _, v := range declined {
 		if id, ok := canonicalIdentity([]byte(v)); ok {
