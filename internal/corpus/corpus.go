@@ -11,6 +11,7 @@ package corpus
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -181,10 +182,40 @@ func (c *Corpus) DescendantsWithin(ctx context.Context, root string, kids Subtre
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := c.fillHasChildren(ctx, out); err != nil {
+	if err := c.fillHasChildrenWithin(ctx, out, kids); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// fillHasChildrenWithin is fillHasChildren for the records of a walk over
+// kids: a node the subtree covers has every persisted child in it (the
+// subtree holds every session below root, of any origin), so with nothing
+// live its hasChildren needs no lookup.
+func (c *Corpus) fillHasChildrenWithin(ctx context.Context, recs []Record, kids Subtree) error {
+	if len(c.live) > 0 {
+		return c.fillHasChildren(ctx, recs)
+	}
+	var rest []Record
+	var at []int
+	for i := range recs {
+		children, covered := kids[recs[i].Header.ID]
+		if !covered {
+			rest, at = append(rest, recs[i]), append(at, i)
+			continue
+		}
+		recs[i].HasChildren = slices.ContainsFunc(children, session.Header.IsSubagent)
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	if err := c.fillHasChildren(ctx, rest); err != nil {
+		return err
+	}
+	for k, i := range at {
+		recs[i].HasChildren = rest[k].HasChildren
+	}
+	return nil
 }
 
 // subtree reads the persisted tree below root in one query when the header
