@@ -24,13 +24,15 @@ func (s *Store) ChildListing(ctx context.Context, parent string, fn func(ListedC
 // SubtreeListing is SubtreeOf with each session's hasChildren and
 // witness-matched checkpoint record, as ChildListing gives them, in one
 // recursive query: every session reachable from root by parent links, of
-// any origin, in no particular order.
+// any origin, in no particular order. The recursion carries each header
+// from the sessions_by_parent index it walks (which holds every header
+// column), so no session's table row is read; UNION over whole headers
+// still visits each session once.
 func (s *Store) SubtreeListing(ctx context.Context, root string, fn func(ListedChild) error) error {
-	return s.eachListed(ctx, fn, "list the descendants of a session", `WITH RECURSIVE tree(id) AS (
-			SELECT id FROM sessions WHERE parent_session = ?
-			UNION SELECT t.id FROM sessions t JOIN tree ON t.parent_session = tree.id)
-		SELECT `+listedColumns+` FROM sessions s `+listedCheckpoint+`
-		WHERE s.id IN (SELECT id FROM tree)`, root)
+	return s.eachListed(ctx, fn, "list the descendants of a session", `WITH RECURSIVE s(`+headerColumns+`) AS (
+			SELECT `+headerColumns+` FROM sessions WHERE parent_session = ?
+			UNION SELECT `+qualified("t", headerColumns)+` FROM sessions t JOIN s ON t.parent_session = s.id)
+		SELECT `+listedColumns+` FROM s `+listedCheckpoint, root)
 }
 
 // listedColumns are a header, hasChildren and the record text, for
