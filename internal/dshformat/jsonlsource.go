@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,10 +50,27 @@ func fileGeneration(name string) (stem string, gen int64, ok bool) {
 }
 
 type jsonlSource struct {
-	root     string
-	files    map[string]jsonlFile // by session id
-	headers  []session.Header
+	root string
+	// entries are the sessions offered, sorted by id: one slice rather
+	// than a map beside a header list, since an import's memory grows
+	// with what the index holds per session.
+	entries  []jsonlEntry
 	problems []Problem
+}
+
+// jsonlEntry is one session of the index: its header and its file.
+type jsonlEntry struct {
+	header session.Header
+	file   jsonlFile
+}
+
+// entry finds session id in the index.
+func (s *jsonlSource) entry(id string) (*jsonlEntry, bool) {
+	i, ok := slices.BinarySearchFunc(s.entries, id, func(e jsonlEntry, id string) int { return strings.Compare(e.header.ID, id) })
+	if !ok {
+		return nil, false
+	}
+	return &s.entries[i], true
 }
 
 type jsonlFile struct {
@@ -80,7 +98,7 @@ func OpenJSONL(ctx context.Context, path string) (Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open JSONL source: %w", err)
 	}
-	src := &jsonlSource{root: path, files: make(map[string]jsonlFile)}
+	src := &jsonlSource{root: path}
 	if !info.IsDir() {
 		if _, _, ok := fileGeneration(filepath.Base(path)); !ok {
 			return nil, fmt.Errorf("open JSONL source %s: not a .jsonl or .jsonl.zstd session file", path)
@@ -136,29 +154,38 @@ func isSessionFileName(name string) bool {
 // selectGenerations keeps, per directory and role stem, the files of the
 // highest format generation, as DSH picks the log of a session directory
 // that holds several generations (older ones stay beside it after a
-// migration). It never falls back to an older generation.
+// migration). It never falls back to an older generation. Files of one
+// role are grouped by sorting, in walk order (by name) within a role.
 func selectGenerations(paths []string) [][]jsonlFile {
-	type role struct{ dir, stem string }
-	best := map[role][]jsonlFile{}
-	var order []role
-	for _, p := range paths {
-		stem, gen, _ := fileGeneration(filepath.Base(p))
-		r := role{filepath.Dir(p), stem}
-		f := jsonlFile{path: p, compressed: strings.HasSuffix(p, suffixZstd), gen: gen}
-		cur, seen := best[r]
-		switch {
-		case !seen:
-			order = append(order, r)
-			best[r] = []jsonlFile{f}
-		case gen > cur[0].gen:
-			best[r] = []jsonlFile{f}
-		case gen == cur[0].gen:
-			best[r] = append(cur, f)
-		}
+	type candidate struct {
+		dir, stem string
+		file      jsonlFile
 	}
-	out := make([][]jsonlFile, 0, len(order))
-	for _, r := range order {
-		out = append(out, best[r])
+	all := make([]candidate, len(paths))
+	for i, p := range paths {
+		stem, gen, _ := fileGeneration(filepath.Base(p))
+		all[i] = candidate{filepath.Dir(p), stem, jsonlFile{path: p, compressed: strings.HasSuffix(p, suffixZstd), gen: gen}}
+	}
+	slices.SortFunc(all, func(a, b candidate) int {
+		if c := strings.Compare(a.dir, b.dir); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.stem, b.stem); c != 0 {
+			return c
+		}
+		return strings.Compare(a.file.path, b.file.path)
+	})
+	var out [][]jsonlFile
+	for i, c := range all {
+		f := c.file
+		switch last := len(out) - 1; {
+		case i == 0 || c.dir != all[i-1].dir || c.stem != all[i-1].stem:
+			out = append(out, []jsonlFile{f})
+		case f.gen > out[last][0].gen:
+			out[last] = []jsonlFile{f}
+		case f.gen == out[last][0].gen:
+			out[last] = append(out[last], f)
+		}
 	}
 	return out
 }
@@ -166,8 +193,7 @@ func selectGenerations(paths []string) [][]jsonlFile {
 // discover reads the header of every selected file and indexes the
 // sessions by id.
 func (s *jsonlSource) discover(ctx context.Context, paths []string) error {
-	found := make(map[string][]jsonlFile)
-	byID := make(map[string]session.Header)
+	var found []jsonlEntry
 	for _, group := range selectGenerations(paths) {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -201,26 +227,40 @@ func (s *jsonlSource) discover(ctx context.Context, paths []string) error {
 			file.refused = generationMismatch(file, h)
 		}
 		restoreAbsent(file.path, &h)
-		found[h.ID] = append(found[h.ID], file)
-		byID[h.ID] = h
+		found = append(found, jsonlEntry{header: h, file: file})
 	}
-	for id, files := range found {
-		if len(files) > 1 {
-			var paths []string
-			for _, f := range files {
-				paths = append(paths, f.path)
-			}
-			sort.Strings(paths)
-			for _, p := range paths {
-				s.problems = append(s.problems, Problem{Path: p, ID: id, Err: corruptAt(p, id,
-					fmt.Sprintf("session id appears in %d files: %s", len(paths), strings.Join(paths, ", ")), nil)})
-			}
+	// Sorted by id (then path), an id found in several files is a run of
+	// adjacent entries.
+	slices.SortFunc(found, func(a, b jsonlEntry) int {
+		if c := strings.Compare(a.header.ID, b.header.ID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.file.path, b.file.path)
+	})
+	s.entries = found[:0]
+	for i := 0; i < len(found); {
+		j := i + 1
+		for j < len(found) && found[j].header.ID == found[i].header.ID {
+			j++
+		}
+		if j-i == 1 {
+			s.entries = append(s.entries, found[i])
+			i = j
 			continue
 		}
-		s.files[id] = files[0]
-		s.headers = append(s.headers, byID[id])
+		id := found[i].header.ID
+		var paths []string
+		for _, e := range found[i:j] {
+			paths = append(paths, e.file.path)
+		}
+		for _, p := range paths {
+			s.problems = append(s.problems, Problem{Path: p, ID: id, Err: corruptAt(p, id,
+				fmt.Sprintf("session id appears in %d files: %s", len(paths), strings.Join(paths, ", ")), nil)})
+		}
+		i = j
 	}
-	sort.Slice(s.headers, func(i, j int) bool { return s.headers[i].ID < s.headers[j].ID })
+	clear(found[len(s.entries):]) // the duplicates' headers, no longer referenced
+	s.entries = slices.Clip(s.entries)
 	sort.SliceStable(s.problems, func(i, j int) bool { return s.problems[i].Path < s.problems[j].Path })
 	return nil
 }
@@ -243,15 +283,25 @@ func (s *jsonlSource) Headers(ctx context.Context) ([]session.Header, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return append([]session.Header(nil), s.headers...), nil
+	headers := make([]session.Header, len(s.entries))
+	for i, e := range s.entries {
+		headers[i] = e.header
+	}
+	return headers, nil
 }
+
+// NumHeaders is how many headers Headers returns.
+func (s *jsonlSource) NumHeaders() int { return len(s.entries) }
+
+// HeaderAt is Headers()[i], without copying the others.
+func (s *jsonlSource) HeaderAt(i int) session.Header { return s.entries[i].header }
 
 func (s *jsonlSource) Read(ctx context.Context, id string) (*Session, error) {
 	return refuseDamage(s.ReadAsFound(ctx, id))
 }
 
 func (s *jsonlSource) ReadAsFound(ctx context.Context, id string) (*Session, error) {
-	file, ok := s.files[id]
+	e, ok := s.entry(id)
 	if !ok {
 		for _, p := range s.problems {
 			if p.ID == id {
@@ -260,6 +310,7 @@ func (s *jsonlSource) ReadAsFound(ctx context.Context, id string) (*Session, err
 		}
 		return nil, fmt.Errorf("%s: session %q: %w", s.root, id, ErrNotFound)
 	}
+	file := e.file
 	var ambiguous *CorruptError
 	if errors.As(file.refused, &ambiguous) {
 		return readRefused(ctx, file, id, ambiguous)
@@ -291,11 +342,11 @@ func (f jsonlFile) format() string {
 }
 
 func (s *jsonlSource) formatOf(id string) (string, bool) {
-	file, ok := s.files[id]
+	e, ok := s.entry(id)
 	if !ok {
 		return "", false
 	}
-	return file.format(), true
+	return e.file.format(), true
 }
 
 // readRefused reads a session DSH lists but refuses to read as a whole (both

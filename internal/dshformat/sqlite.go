@@ -267,6 +267,12 @@ func (s *sqliteSource) headerOf(r sessionRow) (h session.Header, err error) {
 	return h, nil
 }
 
+// NumHeaders is how many headers Headers returns.
+func (s *sqliteSource) NumHeaders() int { return len(s.headers) }
+
+// HeaderAt is Headers()[i], without copying the others.
+func (s *sqliteSource) HeaderAt(i int) session.Header { return s.headers[i] }
+
 func (s *sqliteSource) Headers(ctx context.Context) ([]session.Header, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -159,12 +159,12 @@ func Import(ctx context.Context, dst Destination, src dshformat.Source, opts Imp
 	if dst == nil && !opts.DryRun {
 		return sum, dsherr.New(dsherr.Internal, "import needs a destination database")
 	}
-	headers, err := src.Headers(ctx)
+	n, headerAt, err := sourceHeaders(ctx, src)
 	if err != nil {
 		return sum, SourceError("read source headers", err)
 	}
 	problems := src.Problems()
-	total := len(headers) + len(problems)
+	total := n + len(problems)
 	done := 0
 	step := func() {
 		done++
@@ -182,13 +182,32 @@ func Import(ctx context.Context, dst Destination, src dshformat.Source, opts Imp
 		}
 		step()
 	}
-	if err := w.pipeline(ctx, headers, add); err != nil {
+	if err := w.pipeline(ctx, n, headerAt, add); err != nil {
 		return sum, err
 	}
 	for _, p := range problems {
 		add(Result{ID: p.ID, Location: p.Path, Outcome: Unreadable, Reason: p.Err.Error()})
 	}
 	return sum, nil
+}
+
+// headerIndex is a source that lends its headers by position, in the order
+// Headers returns them, so that an import walking them holds no copy.
+type headerIndex interface {
+	NumHeaders() int
+	HeaderAt(i int) session.Header
+}
+
+// sourceHeaders is how many headers src offers and how to get the i-th.
+func sourceHeaders(ctx context.Context, src dshformat.Source) (int, func(int) session.Header, error) {
+	if idx, ok := src.(headerIndex); ok {
+		return idx.NumHeaders(), idx.HeaderAt, ctx.Err()
+	}
+	headers, err := src.Headers(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	return len(headers), func(i int) session.Header { return headers[i] }, nil
 }
 
 type importer struct {
@@ -208,7 +227,7 @@ type prepared struct {
 
 // pipeline reads sessions from the source concurrently, a bounded number
 // ahead, and writes them one by one in source order.
-func (w *importer) pipeline(ctx context.Context, headers []session.Header, emit func(Result)) error {
+func (w *importer) pipeline(ctx context.Context, n int, headerAt func(int) session.Header, emit func(Result)) error {
 	readers := w.opts.ReadAhead
 	if readers <= 0 {
 		readers = 2
@@ -235,7 +254,7 @@ func (w *importer) pipeline(ctx context.Context, headers []session.Header, emit 
 	go func() {
 		defer wg.Done()
 		defer close(jobs)
-		for i := range headers {
+		for i := range n {
 			select {
 			case tokens <- struct{}{}:
 			case <-ctx.Done():
@@ -253,12 +272,12 @@ func (w *importer) pipeline(ctx context.Context, headers []session.Header, emit 
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				slots[i%len(slots)] <- w.prepare(ctx, headers[i])
+				slots[i%len(slots)] <- w.prepare(ctx, headerAt(i))
 			}
 		}()
 	}
 	var batch importBatch
-	for i, h := range headers {
+	for i := range n {
 		var p prepared
 		select {
 		case p = <-slots[i%len(slots)]:
@@ -269,7 +288,7 @@ func (w *importer) pipeline(ctx context.Context, headers []session.Header, emit 
 		if p.err != nil {
 			return p.err
 		}
-		batch.items = append(batch.items, batchItem{header: h, prepared: p})
+		batch.items = append(batch.items, batchItem{header: headerAt(i), prepared: p})
 		if p.session != nil {
 			batch.events += len(p.session.Events)
 		}
@@ -284,9 +303,11 @@ func (w *importer) pipeline(ctx context.Context, headers []session.Header, emit 
 
 // A batch's sessions are written in one transaction, each inside its own
 // savepoint: one commit (one fsync) per batch instead of per session. The
-// limits bound what a batch holds in memory.
+// limits bound what a batch holds in memory; a batch of small sessions is
+// as large as the floor's transactions (scripts/benchfloor: 1,000 files),
+// since on a slow disk the commits' fsyncs are most of an import's time.
 const (
-	batchSessions = 256
+	batchSessions = 1000
 	batchEvents   = 64 << 10
 )
 
