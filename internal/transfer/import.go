@@ -334,7 +334,11 @@ func (w *importer) flush(ctx context.Context, b *importBatch, emit func(Result))
 	write := func(tx Destination) error {
 		for i, it := range b.items {
 			if it.prepared.result != nil {
-				results[i] = *it.prepared.result
+				r, err := w.unread(ctx, tx, it.header, *it.prepared.result)
+				if err != nil {
+					return err
+				}
+				results[i] = r
 				continue
 			}
 			if err := ctx.Err(); err != nil {
@@ -372,9 +376,29 @@ func (w *importer) flush(ctx context.Context, b *importBatch, emit func(Result))
 	return ctx.Err()
 }
 
-// prepare decides what it can without writing: an id the database holds
-// with another lifecycle is conflicting without reading its log; otherwise
-// the session is read from the source.
+// unread is the result of a session the source could not read: a conflict
+// when the database holds its id with another lifecycle (judged by the
+// listed header, as for a session that reads), else r. Whether an id is
+// held is decided here, under the batch's write lock, once per session.
+func (w *importer) unread(ctx context.Context, tx Destination, listed session.Header, r Result) (Result, error) {
+	if tx == nil || r.Outcome != Unreadable || listed.ID == "" {
+		return r, nil
+	}
+	stored, err := tx.Header(ctx, listed.ID)
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		return r, nil
+	case err != nil:
+		return r, err
+	}
+	if c := judgeExisting(stored, listed); c.Outcome == Conflict {
+		return c, nil
+	}
+	return r, nil
+}
+
+// prepare reads a session from the source, a bounded number ahead of the
+// writer, which decides what the database's holdings make of it.
 func (w *importer) prepare(ctx context.Context, h session.Header) prepared {
 	if h.ID == "" {
 		// DSH requires a non-empty id, and no dsh command could address
@@ -386,17 +410,6 @@ func (w *importer) prepare(ctx context.Context, h session.Header) prepared {
 			r.Location = pathOf(err)
 		}
 		return prepared{result: &r}
-	}
-	if w.dst != nil {
-		stored, err := w.dst.Header(ctx, h.ID)
-		switch {
-		case err == nil:
-			if r := judgeExisting(stored, h); r.Outcome == Conflict {
-				return prepared{result: &r}
-			}
-		case !errors.Is(err, backend.ErrNotFound):
-			return prepared{err: err}
-		}
 	}
 	s, err := w.src.ReadAsFound(ctx, h.ID)
 	if err != nil {
