@@ -193,8 +193,9 @@ func selectGenerations(paths []string) [][]jsonlFile {
 // discover reads the header of every selected file and indexes the
 // sessions by id.
 func (s *jsonlSource) discover(ctx context.Context, paths []string) error {
-	var found []jsonlEntry
-	for _, group := range selectGenerations(paths) {
+	groups := selectGenerations(paths)
+	found := make([]jsonlEntry, 0, len(groups))
+	for _, group := range groups {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -276,104 +276,89 @@ func (w *importer) pipeline(ctx context.Context, n int, headerAt func(int) sessi
 			}
 		}()
 	}
-	var batch importBatch
-	for i := range n {
-		var p prepared
+	// next takes session i from its slot once the readers have it.
+	next := func(i int) (prepared, error) {
 		select {
-		case p = <-slots[i%len(slots)]:
+		case p := <-slots[i%len(slots)]:
+			<-tokens
+			return p, p.err
 		case <-ctx.Done():
-			return ctx.Err()
-		}
-		<-tokens
-		if p.err != nil {
-			return p.err
-		}
-		batch.items = append(batch.items, batchItem{header: headerAt(i), prepared: p})
-		if p.session != nil {
-			batch.events += len(p.session.Events)
-		}
-		if len(batch.items) >= batchSessions || batch.events >= batchEvents {
-			if err := w.flush(ctx, &batch, emit); err != nil {
-				return err
-			}
+			return prepared{}, ctx.Err()
 		}
 	}
-	return w.flush(ctx, &batch, emit)
+	results := make([]Result, 0, batchSessions)
+	for i := 0; i < n; {
+		results = results[:0]
+		batch := func(tx Destination) error {
+			for events := 0; i < n && len(results) < batchSessions && events < batchEvents; i++ {
+				p, err := next(i)
+				if err != nil {
+					return err
+				}
+				r, err := w.writeOne(ctx, tx, headerAt(i), p)
+				if err != nil {
+					return err
+				}
+				results = append(results, r)
+				if p.session != nil {
+					events += len(p.session.Events)
+				}
+			}
+			return nil
+		}
+		if err := w.inBatch(ctx, batch); err != nil {
+			return err
+		}
+		// A result is reported once what it reports is committed, so a
+		// crash loses nothing reported and leaves no session
+		// half-imported (each session's writes are all in the batch's
+		// transaction).
+		for _, r := range results {
+			emit(r)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // A batch's sessions are written in one transaction, each inside its own
-// savepoint: one commit (one fsync) per batch instead of per session. The
-// limits bound what a batch holds in memory; a batch of small sessions is
-// as large as the floor's transactions (scripts/benchfloor: 1,000 files),
-// since on a slow disk the commits' fsyncs are most of an import's time.
+// savepoint, as they are read: one commit (one fsync) per batch instead of
+// per session, while what is held in memory is a session's result, not its
+// log. The limits bound the transaction (the write lock is held while the
+// batch is read and written).
 const (
 	batchSessions = 1000
 	batchEvents   = 64 << 10
 )
 
-// importBatch is the sessions read but not yet written, in source order.
-type importBatch struct {
-	items  []batchItem
-	events int
-}
-
-type batchItem struct {
-	header   session.Header
-	prepared prepared
-}
-
-// flush writes a batch and only then emits its results, in source order:
-// a result is reported once what it reports is committed, so a crash loses
-// nothing reported and leaves no session half-imported (each session's
-// writes are all in the batch's transaction).
-func (w *importer) flush(ctx context.Context, b *importBatch, emit func(Result)) error {
-	if len(b.items) == 0 {
-		return nil
-	}
-	results := make([]Result, len(b.items))
-	write := func(tx Destination) error {
-		for i, it := range b.items {
-			if it.prepared.result != nil {
-				r, err := w.unread(ctx, tx, it.header, *it.prepared.result)
-				if err != nil {
-					return err
-				}
-				results[i] = r
-				continue
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			r, err := w.write(ctx, tx, it.header, it.prepared.session)
-			if err != nil {
-				return err
-			}
-			results[i] = r
-		}
-		return nil
-	}
-	var err error
+// inBatch runs fn in one write transaction of the destination (with
+// DryRun, on the store itself, nil when there is none).
+func (w *importer) inBatch(ctx context.Context, fn func(tx Destination) error) error {
 	if w.opts.DryRun {
-		err = write(w.dst)
-	} else {
-		err = w.dst.Update(ctx, func(tx backend.Store) error {
-			// Each session nests in its own Update (a savepoint), which
-			// the contract promises inside an Update: the view has it.
-			nested, ok := tx.(Destination)
-			if !ok {
-				return dsherr.New(dsherr.Internal, "import: store view %T cannot nest a transaction", tx)
-			}
-			return write(nested)
-		})
+		return fn(w.dst)
 	}
-	if err != nil {
-		return err
+	return w.dst.Update(ctx, func(tx backend.Store) error {
+		// Each session nests in its own Update (a savepoint), which the
+		// contract promises inside an Update: the view has it.
+		nested, ok := tx.(Destination)
+		if !ok {
+			return dsherr.New(dsherr.Internal, "import: store view %T cannot nest a transaction", tx)
+		}
+		return fn(nested)
+	})
+}
+
+// writeOne is one session's result, written through tx when it is to be.
+func (w *importer) writeOne(ctx context.Context, tx Destination, listed session.Header, p prepared) (Result, error) {
+	if p.result != nil {
+		return w.unread(ctx, tx, listed, *p.result)
 	}
-	for _, r := range results {
-		emit(r)
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
 	}
-	b.items, b.events = b.items[:0], 0
-	return ctx.Err()
+	return w.write(ctx, tx, listed, p.session)
 }
 
 // unread is the result of a session the source could not read: a conflict
