@@ -332,9 +332,10 @@ func newCacheClearCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "clear",
 		Short: "Delete every checkpoint record",
-		Long: `Delete every checkpoint record. Listings then read each cold child's log
-until records are written again (by start, resume, import or cache rebuild).
-Prints the number of records removed.
+		Long: `Delete every checkpoint record, and every registry fold recorded beside a
+log (derived data too). Listings then read each cold child's log until records
+are written again (by start, resume, import or cache rebuild; folds by start and
+resume). Prints the number of records removed.
 
 ` + exitStatusHelp(),
 		Example: "  dsh cache clear",
