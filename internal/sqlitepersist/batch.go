@@ -28,21 +28,37 @@ var closerTypes = []string{session.TypeToolResult, session.TypeStepEnd, session.
 // Closers are not computed, so types must not include a type a closer can
 // have (tool/result, step/end, turn/end).
 func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []string) (map[string]*Inspection, error) {
+	_, out, err := s.inspectCold(ctx, ids, types, false)
+	return out, err
+}
+
+// InspectColdBatch is ColdVerdicts(ids) followed by InspectVerifiedTypes of
+// the ids without a recorded verdict, in one statement: a cold listing's
+// whole batch read walks the id list and the sessions by id once.
+func (s *Store) InspectColdBatch(ctx context.Context, ids []string, types []string) (map[string]backend.ColdVerdict, map[string]*Inspection, error) {
+	return s.inspectCold(ctx, ids, types, true)
+}
+
+// inspectCold is InspectVerifiedTypes, and with verdicts InspectColdBatch.
+func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, verdicts bool) (map[string]backend.ColdVerdict, map[string]*Inspection, error) {
 	if len(types) == 0 {
-		return nil, fmt.Errorf("inspect verified logs: no event types given")
+		return nil, nil, fmt.Errorf("inspect verified logs: no event types given")
 	}
 	for _, t := range types {
 		if slices.Contains(closerTypes, t) {
-			return nil, fmt.Errorf("inspect verified logs: type %s can be a closer's", t)
+			return nil, nil, fmt.Errorf("inspect verified logs: type %s can be a closer's", t)
 		}
 	}
+	recorded := map[string]backend.ColdVerdict{}
 	out := make(map[string]*Inspection, len(ids))
 	if len(ids) == 0 {
-		return out, nil
+		return recorded, out, nil
 	}
 	// One statement (one snapshot): each header with its typed events
 	// joined by the events' key, in (session, seq) order; a header without
-	// such events comes once, with NULL event columns.
+	// such events comes once, with NULL event columns. With verdicts, a
+	// session carrying one comes once, its events not joined: the verdict
+	// stands for its read.
 	var filter string
 	args := []any{jsjson.StringArray(ids)}
 	if len(types) == 1 && types[0] == session.TypeDescriptor {
@@ -56,28 +72,53 @@ func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []
 		}
 		filter = "e.type IN (" + strings.Join(params, ", ") + ")"
 	}
-	rows, err := s.Querier().QueryContext(ctx, "SELECT "+verifiedHeaderColumns+", "+joinedEventColumns+` FROM sessions s
-		LEFT JOIN events e ON e.session_id = s.id AND `+filter+`
-		WHERE s.id IN (SELECT value FROM json_each(?1)) AND s.verified = 1
-		AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id)
+	readable := "s.verified = 1 AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id)"
+	verdictColumns, join, where := "NULL, NULL", "", readable
+	if verdicts {
+		verdictColumns = "s.read_failure, s.registry_fold"
+		join = "s.read_failure IS NULL AND s.registry_fold IS NULL AND "
+		where = "(s.read_failure IS NOT NULL OR s.registry_fold IS NOT NULL OR (" + readable + "))"
+	}
+	rows, err := s.Querier().QueryContext(ctx, "SELECT "+verifiedHeaderColumns+", "+verdictColumns+", "+joinedEventColumns+` FROM sessions s
+		LEFT JOIN events e ON `+join+`e.session_id = s.id AND `+filter+`
+		WHERE s.id IN (SELECT value FROM json_each(?1)) AND `+where+`
 		ORDER BY s.id, e.seq`, args...)
 	if err != nil {
-		return nil, s.storeError(err, "inspect verified logs")
+		return nil, nil, s.storeError(err, "inspect verified logs")
 	}
 	defer rows.Close()
 	var (
-		h    headerRow
-		ev   joinedEvent
-		last *Inspection
+		h       headerRow
+		failure sql.NullString
+		fold    []byte
+		ev      joinedEvent
+		last    *Inspection
+		shared  sharedStrings
 	)
-	targets := append(h.targets(), ev.targets()...)
+	targets := append(append(h.targets(), &failure, &fold), ev.targets()...)
 	for rows.Next() {
 		if err := rows.Scan(targets...); err != nil {
-			return nil, s.storeError(err, "inspect verified logs")
+			return nil, nil, s.storeError(err, "inspect verified logs")
 		}
-		if last == nil || last.Header.ID != h.h.ID {
-			last = &Inspection{Header: h.header(), Events: []session.Event{}, Closers: []session.Event{}, Verified: true}
-			out[h.h.ID] = last
+		id := h.h.ID
+		switch {
+		case failure.Valid:
+			recorded[id] = backend.ColdVerdict{ReadErr: storedlog.RecordedReadFailure(id, failure.String)}
+			continue
+		case fold != nil:
+			recorded[id] = backend.ColdVerdict{RegistryFold: fold}
+			continue
+		}
+		if last == nil || last.Header.ID != id {
+			hdr := h.h
+			hdr.Cwd = shared.get(h.cwd)
+			hdr.ParentSession = shared.get(h.parent)
+			hdr.SeedLength = optInt(h.seedLen)
+			hdr.Origin = shared.get(h.origin)
+			hdr.DelegationDepth = optInt(h.depth)
+			hdr.AgentPreset = shared.get(h.preset)
+			last = &Inspection{Header: hdr, Events: []session.Event{}, Closers: []session.Event{}, Verified: true}
+			out[id] = last
 		}
 		r, present := ev.row()
 		if !present {
@@ -85,14 +126,14 @@ func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []
 		}
 		e, err := r.Decode()
 		if err != nil {
-			return nil, s.storeError(storedlog.CorruptRow(h.h.ID, r.Seq, err.Error()), "inspect verified logs")
+			return nil, nil, s.storeError(storedlog.CorruptRow(id, r.Seq, err.Error()), "inspect verified logs")
 		}
 		last.Events = append(last.Events, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.storeError(err, "inspect verified logs")
+		return nil, nil, s.storeError(err, "inspect verified logs")
 	}
-	return out, nil
+	return recorded, out, nil
 }
 
 // verifiedHeaderColumns and joinedEventColumns are headerColumns and

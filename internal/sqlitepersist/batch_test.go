@@ -2,8 +2,11 @@ package sqlitepersist
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/dsh-project/dsh/internal/session"
 )
 
 // InspectVerifiedTypes returns, for every verified untorn log, exactly what
@@ -60,4 +63,70 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// InspectColdBatch answers in one statement what ColdVerdicts and then
+// InspectVerifiedTypes of the ids without a verdict answer: read failures,
+// registry folds (a verified log with a fold is answered by its fold), and
+// the typed events of the other verified untorn logs; nothing else.
+func TestInspectColdBatchMatchesVerdictsThenVerified(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openStore(t)
+	invalid := newLog().completeTurn("one").descriptor("c").completeTurn("two").events
+	for i := range invalid {
+		if invalid[i].Type == session.TypeUserMessage {
+			invalid[i].SurfaceOp = nil
+			break
+		}
+	}
+	if _, err := st.ImportSession(ctx, rootHeader("invalid"), invalid, nil); err != nil {
+		t.Fatal(err)
+	}
+	valid := newLog().completeTurn("one").descriptor("c").completeTurn("two").descriptor("d").events
+	tail := &TornTail{FromSeq: int64(len(valid)), Reason: "unterminated line", Raw: []byte(`{"type":"st`)}
+	if _, err := st.ImportSession(ctx, rootHeader("torn"), valid, tail); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"folded", "plain", "changed"} {
+		if err := st.CreateSession(ctx, rootHeader(id), valid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.RecordRegistryFold(ctx, "folded", []byte("unit@1\n{}")); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, st, `UPDATE events SET time = time + 1 WHERE session_id = 'changed' AND seq = 1`)
+	ids := []string{"invalid", "torn", "folded", "plain", "changed", "unknown"}
+	for _, types := range [][]string{{session.TypeDescriptor}, {session.TypeDescriptor, session.TypeTurnStart}} {
+		recorded, logs, err := st.InspectColdBatch(ctx, ids, types)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantRecorded, err := st.ColdVerdicts(ctx, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rest []string
+		for _, id := range ids {
+			if _, ok := wantRecorded[id]; !ok {
+				rest = append(rest, id)
+			}
+		}
+		wantLogs, err := st.InspectVerifiedTypes(ctx, rest, types)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recorded) != 2 || len(logs) != 1 || logs["plain"] == nil {
+			t.Fatalf("%v: verdicts for %v, logs of %v; want invalid and folded, then plain", types, keys(recorded), keys(logs))
+		}
+		for id, v := range wantRecorded {
+			got := recorded[id]
+			if fmt.Sprint(got.ReadErr) != fmt.Sprint(v.ReadErr) || string(got.RegistryFold) != string(v.RegistryFold) || (got.RegistryFold == nil) != (v.RegistryFold == nil) {
+				t.Errorf("%v: %s: verdict %+v, ColdVerdicts %+v", types, id, got, v)
+			}
+		}
+		if !reflect.DeepEqual(logs, wantLogs) {
+			t.Errorf("%v: logs %+v, InspectVerifiedTypes %+v", types, logs, wantLogs)
+		}
+	}
 }

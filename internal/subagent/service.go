@@ -46,6 +46,13 @@ type VerifiedBatchReader interface {
 	InspectVerifiedTypes(ctx context.Context, ids []string, types []string) (map[string]*backend.Inspection, error)
 }
 
+// ColdBatchReader is a backend that answers a batch's recorded verdicts
+// and its verified logs' typed events in one read: the result equals
+// ColdVerdicts(ids) and InspectVerifiedTypes of the ids without a verdict.
+type ColdBatchReader interface {
+	InspectColdBatch(ctx context.Context, ids []string, types []string) (map[string]backend.ColdVerdict, map[string]*backend.Inspection, error)
+}
+
 // NewLister returns a Lister over any corpus: headers and cold reads from
 // r, live records from live (nil when nothing can be live), rung 2 from
 // cache (nil: none).
@@ -120,6 +127,20 @@ type batchColdReader struct {
 // ColdReadMany implements BatchColdReader; logs the backend has neither a
 // verdict for nor verified are left to ColdRead.
 func (c batchColdReader) ColdReadMany(ctx context.Context, ids []string, types []string) (map[string]ColdLog, error) {
+	if both, ok := c.batch.(ColdBatchReader); ok && c.verdicts != nil {
+		recorded, ins, err := both.InspectColdBatch(ctx, ids, types)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string]ColdLog, len(recorded)+len(ins))
+		for id, v := range recorded {
+			out[id] = ColdLog{Err: v.ReadErr, RegistryFold: v.RegistryFold}
+		}
+		for id, in := range ins {
+			out[id] = ColdLog{Header: in.Header, Events: in.Events}
+		}
+		return out, nil
+	}
 	out := make(map[string]ColdLog, len(ids))
 	rest := ids
 	if c.verdicts != nil {
