@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dsh-project/dsh/internal/gencorpus"
+	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 	"github.com/dsh-project/dsh/scripts/benchfloor/floor"
@@ -37,9 +38,13 @@ func benchStore(b *testing.B, spec gencorpus.Spec) *sqlitepersist.Store {
 	return st
 }
 
+// benchListChildren lists the parent's children and prints them as
+// `dsh list -o json` does, the bytes its floors print.
 func benchListChildren(b *testing.B, st *sqlitepersist.Store) {
 	ctx := context.Background()
 	l := subagent.NewStoreLister(st, st, 0)
+	var out bytes.Buffer
+	p := render.New(&out, render.Options{Format: render.JSON})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -49,6 +54,10 @@ func benchListChildren(b *testing.B, st *sqlitepersist.Store) {
 		}
 		if len(rows) != benchChildren {
 			b.Fatalf("%d rows, want %d", len(rows), benchChildren)
+		}
+		out.Reset()
+		if err := p.Listing(rows, render.ScopeChildren); err != nil {
+			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchChildren, "ns/child")
@@ -86,6 +95,41 @@ func BenchmarkListChildrenWarmFloor(b *testing.B) {
 	})
 }
 
+// BenchmarkListChildrenBareFloor is BenchmarkListChildrenWarm's second
+// floor: the same rows read back from a bare indexed table of (id, parent,
+// created_at, mode, label) only, filled from dsh's own listing outside the
+// timer (scripts/benchfloor bare).
+func BenchmarkListChildrenBareFloor(b *testing.B) {
+	st := benchStore(b, gencorpus.Spec{Children: benchChildren, Sessions: benchSessions})
+	ctx := context.Background()
+	rows, err := subagent.NewStoreLister(st, st, 0).ListChildren(ctx, gencorpus.DefaultParent)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var listing bytes.Buffer
+	if err := render.New(&listing, render.Options{Format: render.JSON}).Listing(rows, render.ScopeChildren); err != nil {
+		b.Fatal(err)
+	}
+	db, err := floor.Open(filepath.Join(b.TempDir(), "bare.db"), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if err := floor.BareLoad(ctx, db, gencorpus.DefaultParent, &listing); err != nil {
+		b.Fatal(err)
+	}
+	var out bytes.Buffer
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		out.Reset()
+		if err := floor.Bare(ctx, db, gencorpus.DefaultParent, &out); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchChildren, "ns/child")
+}
+
 // BenchmarkListChildrenColdFloor is BenchmarkListChildrenCold's floor:
 // identities folded from the descriptor events in one query.
 func BenchmarkListChildrenColdFloor(b *testing.B) {
@@ -96,11 +140,13 @@ func BenchmarkListChildrenColdFloor(b *testing.B) {
 }
 
 // BenchmarkListDescendants lists the parent's whole tree (forks of forks
-// included), cache filled.
+// included), cache filled, and prints it as JSON.
 func BenchmarkListDescendants(b *testing.B) {
 	st := benchStore(b, gencorpus.Spec{Children: benchChildren, Sessions: benchSessions})
 	ctx := context.Background()
 	l := subagent.NewStoreLister(st, st, 0)
+	var out bytes.Buffer
+	p := render.New(&out, render.Options{Format: render.JSON})
 	b.ReportAllocs()
 	for b.Loop() {
 		rows, err := l.ListDescendants(ctx, gencorpus.DefaultParent)
@@ -109,6 +155,10 @@ func BenchmarkListDescendants(b *testing.B) {
 		}
 		if len(rows) < benchChildren {
 			b.Fatalf("%d rows, want at least %d", len(rows), benchChildren)
+		}
+		out.Reset()
+		if err := p.Listing(rows, render.ScopeDescendants); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
