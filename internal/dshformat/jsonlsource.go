@@ -195,6 +195,7 @@ func selectGenerations(paths []string) [][]jsonlFile {
 func (s *jsonlSource) discover(ctx context.Context, paths []string) error {
 	groups := selectGenerations(paths)
 	found := make([]jsonlEntry, 0, len(groups))
+	shared := sharedFields{strings: map[string]*string{}, ints: map[int64]*int64{}}
 	for _, group := range groups {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -228,6 +229,7 @@ func (s *jsonlSource) discover(ctx context.Context, paths []string) error {
 			file.refused = generationMismatch(file, h)
 		}
 		restoreAbsent(file.path, &h)
+		shared.header(&h)
 		found = append(found, jsonlEntry{header: h, file: file})
 	}
 	// Sorted by id (then path), an id found in several files is a run of
@@ -264,6 +266,39 @@ func (s *jsonlSource) discover(ctx context.Context, paths []string) error {
 	s.entries = slices.Clip(s.entries)
 	sort.SliceStable(s.problems, func(i, j int) bool { return s.problems[i].Path < s.problems[j].Path })
 	return nil
+}
+
+// sharedFields interns the optional fields of the headers an index holds:
+// siblings share a cwd, a parent, an origin and a depth, and one pointer
+// per distinct value instead of one allocation per header keeps the index
+// small (it is held for a whole import or listing). Nothing assigns through
+// a header's field pointers.
+type sharedFields struct {
+	strings map[string]*string
+	ints    map[int64]*int64
+}
+
+func (f sharedFields) header(h *session.Header) {
+	for _, p := range []**string{&h.Cwd, &h.ParentSession, &h.Origin, &h.AgentPreset} {
+		if *p == nil {
+			continue
+		}
+		if s, ok := f.strings[**p]; ok {
+			*p = s
+		} else {
+			f.strings[**p] = *p
+		}
+	}
+	for _, p := range []**int64{&h.SeedLength, &h.DelegationDepth} {
+		if *p == nil {
+			continue
+		}
+		if n, ok := f.ints[**p]; ok {
+			*p = n
+		} else {
+			f.ints[**p] = *p
+		}
+	}
 }
 
 // generationMismatch refuses a file whose name declares a generation dsh
