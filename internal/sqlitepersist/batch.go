@@ -55,8 +55,8 @@ func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, v
 		return recorded, out, nil
 	}
 	// One statement (one snapshot): each header with its typed events
-	// joined by the events' key, in (session, seq) order; a header without
-	// such events comes once, with NULL event columns. With verdicts, a
+	// joined by the events' key, grouped by session in seq order; a header
+	// without such events comes once, with NULL event columns. With verdicts, a
 	// session carrying one comes once, its events not joined: the verdict
 	// stands for its read.
 	var filter string
@@ -79,10 +79,15 @@ func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, v
 		join = "s.read_failure IS NULL AND s.registry_fold IS NULL AND "
 		where = "(s.read_failure IS NOT NULL OR s.registry_fold IS NOT NULL OR (" + readable + "))"
 	}
-	rows, err := s.Querier().QueryContext(ctx, "SELECT "+verifiedHeaderColumns+", "+verdictColumns+", "+joinedEventColumns+` FROM sessions s
+	// Sessions are visited in the order of ids, not sorted by id: a
+	// listing passes them in creation order, which is the order their rows
+	// (and their events' rows) were inserted, so neighbouring reads share
+	// pages.
+	rows, err := s.Querier().QueryContext(ctx, "SELECT "+verifiedHeaderColumns+", "+verdictColumns+", "+joinedEventColumns+` FROM json_each(?1) j
+		JOIN sessions s ON s.id = j.value
 		LEFT JOIN events e ON `+join+`e.session_id = s.id AND `+filter+`
-		WHERE s.id IN (SELECT value FROM json_each(?1)) AND `+where+`
-		ORDER BY s.id, e.seq`, args...)
+		WHERE `+where+`
+		ORDER BY j.key, e.seq`, args...)
 	if err != nil {
 		return nil, nil, s.storeError(err, "inspect verified logs")
 	}
