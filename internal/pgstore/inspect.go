@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -384,40 +385,141 @@ func (s *Store) ColdVerdicts(ctx context.Context, ids []string) (map[string]back
 func (s *Store) Audit(ctx context.Context, id string) (*backend.AuditRead, error) {
 	var a *backend.AuditRead
 	err := s.ReadSnapshot(ctx, func(view *Store) error {
-		q := view.tx
-		log, err := scanLog(ctx, q, id, false)
-		if errors.Is(err, backend.ErrCorrupt) {
-			st, serr := readSessionState(ctx, q, id, false)
-			if serr != nil {
-				return serr
-			}
-			gaps, gerr := seqGaps(ctx, q, id)
-			if gerr != nil {
-				return gerr
-			}
-			a = &backend.AuditRead{Header: st.header, Gaps: gaps, Verified: st.verified, ReadErr: err}
-			a.Damaged, a.Prefix, err = readDamagedPrefix(ctx, q, id)
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		// A verified log was written contiguously by dsh and no row has
-		// changed since (the triggers clear the flag on any other change),
-		// so only other logs can have holes.
-		var gaps []backend.SeqGap
-		if !log.state.verified {
-			if gaps, err = seqGaps(ctx, q, id); err != nil {
-				return err
-			}
-		}
-		a = storedlog.Audit(log.state.header, log.events, log.torn, log.state.verified, gaps)
-		return nil
+		var err error
+		a, err = auditOne(ctx, view.tx, id)
+		return err
 	})
 	if err != nil {
 		return nil, s.storeError(err, "audit session "+id)
 	}
 	return a, nil
+}
+
+func auditOne(ctx context.Context, q querier, id string) (*backend.AuditRead, error) {
+	log, err := scanLog(ctx, q, id, false)
+	if errors.Is(err, backend.ErrCorrupt) {
+		st, serr := readSessionState(ctx, q, id, false)
+		if serr != nil {
+			return nil, serr
+		}
+		gaps, gerr := seqGaps(ctx, q, id)
+		if gerr != nil {
+			return nil, gerr
+		}
+		a := &backend.AuditRead{Header: st.header, Gaps: gaps, Verified: st.verified, ReadErr: err}
+		a.Damaged, a.Prefix, err = readDamagedPrefix(ctx, q, id)
+		return a, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	// A verified log was written contiguously by dsh and no row has
+	// changed since (the triggers clear the flag on any other change),
+	// so only other logs can have holes.
+	var gaps []backend.SeqGap
+	if !log.state.verified {
+		if gaps, err = seqGaps(ctx, q, id); err != nil {
+			return nil, err
+		}
+	}
+	return storedlog.Audit(log.state.header, log.events, log.torn, log.state.verified, gaps), nil
+}
+
+// AuditEach implements backend.BatchAuditor in a fixed number of queries
+// for the whole batch, as sqlitepersist does: the sessions rows (with
+// whether a torn_tails or damaged_logs entry exists), then every event row
+// of every id in one stream by (session_id, seq), judged by
+// storedlog.AuditBatch while it is read. The few logs an import recorded as
+// torn or damaged, and a log whose rows are corrupt before its last
+// turn/end, are audited after the stream by Audit's own path.
+func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*backend.AuditRead) error) error {
+	err := s.ReadSnapshot(ctx, func(view *Store) error {
+		q := view.tx
+		states, err := auditStates(ctx, q, ids)
+		if err != nil {
+			return err
+		}
+		var aside []string
+		for _, id := range ids {
+			st, ok := states[id]
+			switch {
+			case !ok:
+				return storedlog.NotFound(id)
+			case st.recorded:
+				aside = append(aside, id)
+			}
+		}
+		corrupt, err := storedlog.AuditBatch(ctx, func(send func(storedlog.LogRows) error) error {
+			rows, err := q.Query(ctx, "SELECT session_id, "+eventColumns+
+				" FROM events WHERE session_id = ANY($1::text[]) ORDER BY session_id, seq", ids)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			return storedlog.StreamLogs(rows, func(id string, log []storedlog.Row) error {
+				st := states[id]
+				st.seen = true
+				if st.recorded {
+					return nil
+				}
+				return send(storedlog.LogRows{Header: st.header, Verified: st.verified, Rows: log})
+			})
+		}, fn)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if st := states[id]; !st.seen && !st.recorded {
+				a, _ := storedlog.AuditRows(st.header, nil, st.verified)
+				if err := fn(a); err != nil {
+					return err
+				}
+			}
+		}
+		for _, id := range append(aside, corrupt...) {
+			a, err := auditOne(ctx, q, id)
+			if err != nil {
+				return err
+			}
+			if err := fn(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.storeError(err, fmt.Sprintf("audit %d sessions", len(ids)))
+	}
+	return nil
+}
+
+// auditState is what AuditEach reads of one sessions row.
+type auditState struct {
+	header   session.Header
+	verified bool
+	// recorded: an import recorded a torn tail or damage for the log.
+	recorded bool
+	// seen: the stream had rows of the log.
+	seen bool
+}
+
+func auditStates(ctx context.Context, q querier, ids []string) (map[string]*auditState, error) {
+	rows, err := q.Query(ctx, "SELECT "+headerColumns+`, verified,
+		EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id) OR EXISTS (SELECT 1 FROM damaged_logs d WHERE d.session_id = s.id)
+		FROM sessions s WHERE id = ANY($1::text[])`, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	states := map[string]*auditState{}
+	for rows.Next() {
+		st := &auditState{}
+		if err := rows.Scan(append(headerTargets(&st.header), &st.verified, &st.recorded)...); err != nil {
+			return nil, err
+		}
+		states[st.header.ID] = st
+	}
+	return states, rows.Err()
 }
 
 // seqGaps finds the holes in session id's stored seqs with one pass over

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 
@@ -63,12 +62,10 @@ func auditOne(ctx context.Context, q Querier, id string) (*AuditRead, error) {
 // AuditEach implements backend.BatchAuditor in a fixed number of queries
 // for the whole batch: the sessions rows (with whether a torn_tails or
 // damaged_logs entry exists), then every event row of every id in one
-// stream by (session_id, seq). While the stream is read, other goroutines
-// decode, split and judge the logs already read, and fn gets each result on
-// the calling goroutine; a few logs are in flight at a time. The few logs an
-// import recorded as torn or damaged, and a log whose rows are corrupt
-// before its last turn/end, are audited after the stream by Audit's own
-// path.
+// stream by (session_id, seq), judged by storedlog.AuditBatch while it is
+// read. The few logs an import recorded as torn or damaged, and a log whose
+// rows are corrupt before its last turn/end, are audited after the stream
+// by Audit's own path.
 func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*AuditRead) error) error {
 	err := s.read(ctx, func(q Querier) error {
 		list := jsjson.StringArray(ids)
@@ -86,60 +83,34 @@ func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*AuditRead)
 				aside = append(aside, id)
 			}
 		}
-		stop := make(chan struct{})
-		logs := make(chan auditJob, auditWorkers)
-		results := make(chan auditResult, auditWorkers)
-		var readErr error
-		go func() {
-			readErr = streamLogs(ctx, q, list, states, logs, stop)
-			close(logs)
-		}()
-		var workers sync.WaitGroup
-		for range auditWorkers {
-			workers.Add(1)
-			go func() {
-				defer workers.Done()
-				for job := range logs {
-					decoded := make([]storedlog.Decoded, len(job.rows))
-					for i := range job.rows {
-						decoded[i] = storedlog.DecodeRow(&job.rows[i])
-					}
-					a, ok := auditRows(job.state, decoded)
-					results <- auditResult{id: job.state.header.ID, audit: a, ok: ok}
-				}
-			}()
-		}
-		go func() {
-			workers.Wait()
-			close(results)
-		}()
-		var fnErr error
-		for r := range results {
-			switch {
-			case fnErr != nil:
-			case !r.ok:
-				aside = append(aside, r.id)
-			default:
-				if fnErr = fn(r.audit); fnErr != nil {
-					close(stop)
-				}
+		corrupt, err := storedlog.AuditBatch(ctx, func(send func(storedlog.LogRows) error) error {
+			rows, err := q.QueryContext(ctx, "SELECT session_id, "+eventColumns+
+				" FROM events WHERE session_id IN (SELECT value FROM json_each(?)) ORDER BY session_id, seq", list)
+			if err != nil {
+				return err
 			}
-		}
-		if fnErr != nil {
-			return fnErr
-		}
-		if readErr != nil {
-			return readErr
+			defer rows.Close()
+			return storedlog.StreamLogs(rows, func(id string, log []storedlog.Row) error {
+				st := states[id]
+				st.seen = true
+				if st.recorded {
+					return nil
+				}
+				return send(storedlog.LogRows{Header: st.header, Verified: st.verified, Rows: log})
+			})
+		}, fn)
+		if err != nil {
+			return err
 		}
 		for _, id := range ids {
 			if st := states[id]; !st.seen && !st.recorded {
-				a, _ := auditRows(st, nil)
+				a, _ := storedlog.AuditRows(st.header, nil, st.verified)
 				if err := fn(a); err != nil {
 					return err
 				}
 			}
 		}
-		for _, id := range aside {
+		for _, id := range append(aside, corrupt...) {
 			a, err := auditOne(ctx, q, id)
 			if err != nil {
 				return err
@@ -155,79 +126,6 @@ func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*AuditRead)
 	}
 	return nil
 }
-
-// auditWorkers is how many goroutines judge the logs AuditEach reads (and
-// how many logs wait for them).
-const auditWorkers = 2
-
-type auditJob struct {
-	state *auditState
-	rows  []storedlog.Row
-}
-
-type auditResult struct {
-	id    string
-	audit *AuditRead
-	ok    bool
-}
-
-// streamLogs reads the event rows of every session in list (the logs of
-// states without a recorded torn tail or damage) and sends each log whole,
-// still to be decoded, to logs, until stop is closed. Cancellation is checked
-// once per log.
-func streamLogs(ctx context.Context, q Querier, list string, states map[string]*auditState, logs chan<- auditJob, stop <-chan struct{}) error {
-	rows, err := q.QueryContext(ctx, "SELECT session_id, "+eventColumns+
-		" FROM events WHERE session_id IN (SELECT value FROM json_each(?)) ORDER BY session_id, seq", list)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	var (
-		cur   *auditState
-		log   []storedlog.Row
-		r     storedlog.Row
-		rowID string
-	)
-	targets := append([]any{&rowID}, r.Targets()...)
-	send := func() error {
-		if cur == nil || cur.recorded {
-			return nil
-		}
-		select {
-		case logs <- auditJob{state: cur, rows: log}:
-			return ctx.Err()
-		case <-stop:
-			return errStopped
-		}
-	}
-	for rows.Next() {
-		r = storedlog.Row{}
-		if err := rows.Scan(targets...); err != nil {
-			return err
-		}
-		if cur == nil || rowID != cur.header.ID {
-			if err := send(); err != nil {
-				return err
-			}
-			cur, log = states[rowID], nil
-			cur.seen = true
-		}
-		if !cur.recorded {
-			log = append(log, r)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if err := send(); err != nil {
-		return err
-	}
-	return rows.Close()
-}
-
-// errStopped ends a stream whose consumer has given up (its error is the
-// one reported).
-var errStopped = errors.New("audit stream stopped")
 
 // auditState is what AuditEach reads of one sessions row.
 type auditState struct {
@@ -259,30 +157,6 @@ func auditStates(ctx context.Context, q Querier, list string) (map[string]*audit
 		states[st.header.ID] = st
 	}
 	return states, rows.Err()
-}
-
-// auditRows is auditOne for a log without a recorded torn tail or damage,
-// from all of its rows: false when the commit rule finds corruption, which
-// auditOne reports with the damaged prefix.
-func auditRows(st *auditState, rows []storedlog.Decoded) (*AuditRead, bool) {
-	id := st.header.ID
-	events, torn, err := storedlog.Split(id, rows, nil)
-	if err != nil {
-		return nil, false
-	}
-	// As auditOne: a verified log has no holes; another's are found in the
-	// seqs just read, as seqGaps finds them.
-	var gaps []SeqGap
-	if !st.verified {
-		prev := int64(-1)
-		for _, r := range rows {
-			if r.Seq > prev+1 {
-				gaps = append(gaps, SeqGap{From: prev + 1, To: r.Seq - 1})
-			}
-			prev = r.Seq
-		}
-	}
-	return storedlog.Audit(st.header, events, torn, st.verified, gaps), true
 }
 
 // readDamagedPrefix reads an imported damaged log: its damaged_logs row and

@@ -354,6 +354,30 @@ func Audit(h session.Header, events []session.Event, torn *backend.TornTail, ver
 	return a
 }
 
+// AuditRows is Audit for a log read whole (every stored row, in seq order)
+// that has no torn tail or damage recorded by an import: the commit rule
+// splits it, and the holes in its seqs are found in the rows, as a store
+// finds them over the log's primary-key range (a verified log has none).
+// ok is false when a row before the last turn/end is corrupt; the store's
+// own Audit reports that log with its damaged prefix.
+func AuditRows(h session.Header, rows []Decoded, verified bool) (a *backend.AuditRead, ok bool) {
+	events, torn, err := Split(h.ID, rows, nil)
+	if err != nil {
+		return nil, false
+	}
+	var gaps []backend.SeqGap
+	if !verified {
+		prev := int64(-1)
+		for _, r := range rows {
+			if r.Seq > prev+1 {
+				gaps = append(gaps, backend.SeqGap{From: prev + 1, To: r.Seq - 1})
+			}
+			prev = r.Seq
+		}
+	}
+	return Audit(h, events, torn, verified, gaps), true
+}
+
 // Verified returns the events of rows read from a log recorded as
 // verified, where any row that cannot be decoded means the store changed
 // behind its triggers' back: corruption at that row.
