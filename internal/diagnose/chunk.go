@@ -38,11 +38,15 @@ func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]R
 		return nil, err
 	}
 	ids := make([]string, 0, len(part))
-	at := make(map[string]int, len(part))
+	// at lists each id's items (an id is audited once however often it
+	// is listed).
+	at := make(map[string][]int, len(part))
 	for i, it := range part {
 		if !it.unknown {
-			ids = append(ids, it.header.ID)
-			at[it.header.ID] = i
+			if _, dup := at[it.header.ID]; !dup {
+				ids = append(ids, it.header.ID)
+			}
+			at[it.header.ID] = append(at[it.header.ID], i)
 		}
 	}
 	if err := a.loadRecords(ctx, ids); err != nil {
@@ -82,13 +86,17 @@ func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]R
 		}
 	}
 	err := a.auditLogs(ctx, ids, func(log *backend.AuditRead) error {
-		i, ok := at[log.Header.ID]
+		items, ok := at[log.Header.ID]
 		if !ok {
 			return fmt.Errorf("audit of %q: not requested", log.Header.ID)
 		}
-		var err error
-		reports[i], err = a.audit(ctx, part[i], read.res[i], log, read)
-		return err
+		for _, i := range items {
+			var err error
+			if reports[i], err = a.audit(ctx, part[i], read.res[i], log, read); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

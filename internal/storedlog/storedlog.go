@@ -94,10 +94,12 @@ func (r *Row) Decode() (session.Event, error) {
 		return e, errors.New("empty type")
 	}
 	if r.Data != nil {
-		if !json.Valid([]byte(*r.Data)) {
+		// One copy of the text serves the check and the event.
+		data := []byte(*r.Data)
+		if !json.Valid(data) {
 			return e, errors.New("data is not valid JSON")
 		}
-		e.Data = json.RawMessage(*r.Data)
+		e.Data = data
 	}
 	if r.SourceEventSeqs != nil {
 		seqs := []int64{}
@@ -108,10 +110,11 @@ func (r *Row) Decode() (session.Event, error) {
 		e.HasSourceEventSeqs = true
 	}
 	if r.SurfaceOp != nil {
-		if !json.Valid([]byte(*r.SurfaceOp)) {
+		op := []byte(*r.SurfaceOp)
+		if !json.Valid(op) {
 			return e, errors.New("surface_op is not valid JSON")
 		}
-		e.SurfaceOp = json.RawMessage(*r.SurfaceOp)
+		e.SurfaceOp = op
 	}
 	switch r.Ignorable {
 	case 0:
