@@ -324,4 +324,17 @@ type ListedChild struct {
 	// Checkpoint is the rows text of the child's checkpoint record when its
 	// lifecycle witness equals the header (nil: no such record).
 	Checkpoint []byte
+	// Cold, from a listing that reads cold logs with the headers, is what
+	// a batch cold read of this child's log gives; nil when not read (it
+	// has a record, or its log must be read on its own).
+	Cold *ListedColdRead
+}
+
+// ListedColdRead is a batch cold read of one listed child, read in the
+// same statement as its header: ColdVerdicts' verdict when one is
+// recorded, otherwise InspectVerifiedTypes' inspection of its verified,
+// untorn log.
+type ListedColdRead struct {
+	Verdict *ColdVerdict
+	Log     *Inspection
 }

@@ -59,19 +59,8 @@ func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, v
 	// without such events comes once, with NULL event columns. With verdicts, a
 	// session carrying one comes once, its events not joined: the verdict
 	// stands for its read.
-	var filter string
-	args := []any{jsjson.StringArray(ids)}
-	if len(types) == 1 && types[0] == session.TypeDescriptor {
-		// A literal type lets SQLite match the partial index's WHERE clause.
-		filter = "e.type = '" + session.TypeDescriptor + "'"
-	} else {
-		params := make([]string, len(types))
-		for k, t := range types {
-			params[k] = "?" + strconv.Itoa(k+2) // ?1 is the id list
-			args = append(args, t)
-		}
-		filter = "e.type IN (" + strings.Join(params, ", ") + ")"
-	}
+	filter, typeArgs := joinedTypeFilter(types)
+	args := append([]any{jsjson.StringArray(ids)}, typeArgs...)
 	readable := "s.verified = 1 AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id)"
 	verdictColumns, join, where := "NULL, NULL", "", readable
 	if verdicts {
@@ -139,6 +128,22 @@ func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, v
 		return nil, nil, s.storeError(err, "inspect verified logs")
 	}
 	return recorded, out, nil
+}
+
+// joinedTypeFilter is the condition on events e of a statement whose ?1 is
+// taken: the types as parameters ?2, ?3… and their values.
+func joinedTypeFilter(types []string) (string, []any) {
+	if len(types) == 1 && types[0] == session.TypeDescriptor {
+		// A literal type lets SQLite match the partial index's WHERE clause.
+		return "e.type = '" + session.TypeDescriptor + "'", nil
+	}
+	params := make([]string, len(types))
+	args := make([]any, len(types))
+	for k, t := range types {
+		params[k] = "?" + strconv.Itoa(k+2)
+		args[k] = t
+	}
+	return "e.type IN (" + strings.Join(params, ", ") + ")", args
 }
 
 // verifiedHeaderColumns and joinedEventColumns are headerColumns and

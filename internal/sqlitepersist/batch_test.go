@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -129,4 +130,130 @@ func TestInspectColdBatchMatchesVerdictsThenVerified(t *testing.T) {
 			t.Errorf("%v: logs %+v, InspectVerifiedTypes %+v", types, logs, wantLogs)
 		}
 	}
+}
+
+// ChildListingCold lists exactly ChildListing's children, and gives each
+// child without a checkpoint record what InspectColdBatch gives it (nothing
+// when the batch leaves it out); a child with a record gets no cold read.
+func TestChildListingColdMatchesListingThenBatch(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openStore(t)
+	if err := st.CreateSession(ctx, rootHeader("p"), nil); err != nil {
+		t.Fatal(err)
+	}
+	valid := newLog().completeTurn("one").descriptor("c").completeTurn("two").descriptor("d").events
+	invalid := newLog().completeTurn("one").descriptor("c").completeTurn("two").events
+	for i := range invalid {
+		if invalid[i].Type == session.TypeUserMessage {
+			invalid[i].SurfaceOp = nil
+			break
+		}
+	}
+	if _, err := st.ImportSession(ctx, childHeader("invalid", "p", 1, true), invalid, nil); err != nil {
+		t.Fatal(err)
+	}
+	tail := &TornTail{FromSeq: int64(len(valid)), Reason: "unterminated line", Raw: []byte(`{"type":"st`)}
+	if _, err := st.ImportSession(ctx, childHeader("torn", "p", 2, true), valid, tail); err != nil {
+		t.Fatal(err)
+	}
+	for k, id := range []string{"folded", "plain", "changed", "recorded"} {
+		if err := st.CreateSession(ctx, childHeader(id, "p", int64(3+k), true), valid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.CreateSession(ctx, childHeader("bare", "p", 3, true), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateSession(ctx, childHeader("grandchild", "plain", 9, true), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CreateSession(ctx, childHeader("fork", "p", 9, false), valid); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RecordRegistryFold(ctx, "folded", []byte("unit@1\n{}")); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, st, `UPDATE events SET time = time + 1 WHERE session_id = 'changed' AND seq = 1`)
+	recordedHeader := childHeader("recorded", "p", 6, true)
+	if err := st.PutCheckpoint(ctx, backend.CheckpointRecord{Witness: recordedHeader, AsOfSeq: 3, Rows: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, types := range [][]string{{session.TypeDescriptor}, {session.TypeDescriptor, session.TypeTurnStart}} {
+		var want, got []ListedChild
+		if err := st.ChildListing(ctx, "p", func(c ListedChild) error { want = append(want, c); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.ChildListingCold(ctx, "p", types, func(c ListedChild) error { got = append(got, c); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, c := range want {
+			if c.Checkpoint == nil {
+				ids = append(ids, c.Header.ID)
+			}
+		}
+		recorded, logs, err := st.InspectColdBatch(ctx, ids, types)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%v: %d children, ChildListing %d", types, len(got), len(want))
+		}
+		for k, c := range got {
+			w := want[k]
+			cold := c.Cold
+			c.Cold = nil
+			if !reflect.DeepEqual(c, w) {
+				t.Errorf("%v: child %d: %+v, ChildListing %+v", types, k, c, w)
+			}
+			id := w.Header.ID
+			var wantCold *backend.ListedColdRead
+			if v, ok := recorded[id]; ok && w.Checkpoint == nil {
+				wantCold = &backend.ListedColdRead{Verdict: &v}
+			} else if in, ok := logs[id]; ok && w.Checkpoint == nil {
+				wantCold = &backend.ListedColdRead{Log: in}
+			}
+			switch kind := describeCold(cold); {
+			case id == "plain" || id == "bare":
+				if cold == nil || cold.Log == nil {
+					t.Errorf("%v: %s: cold read %s, want its log", types, id, kind)
+				}
+			case id == "invalid" || id == "folded":
+				if cold == nil || cold.Verdict == nil {
+					t.Errorf("%v: %s: cold read %s, want its verdict", types, id, kind)
+				}
+			case kind != "none":
+				t.Errorf("%v: %s: cold read %s, want none", types, id, kind)
+			}
+			if !sameCold(cold, wantCold) {
+				t.Errorf("%v: %s: cold read %s, batch %s", types, id, describeCold(cold), describeCold(wantCold))
+			}
+		}
+	}
+}
+
+// sameCold compares two cold reads, errors by their text.
+func sameCold(a, b *backend.ListedColdRead) bool {
+	switch {
+	case a == nil || b == nil:
+		return a == b
+	case (a.Verdict == nil) != (b.Verdict == nil):
+		return false
+	case a.Verdict != nil:
+		return describeCold(a) == describeCold(b)
+	}
+	return reflect.DeepEqual(a.Log, b.Log)
+}
+
+// describeCold renders a cold read for a failure message.
+func describeCold(c *backend.ListedColdRead) string {
+	switch {
+	case c == nil:
+		return "none"
+	case c.Verdict != nil:
+		return fmt.Sprintf("verdict err=%v fold=%q nilfold=%v", c.Verdict.ReadErr, c.Verdict.RegistryFold, c.Verdict.RegistryFold == nil)
+	case c.Log != nil:
+		return fmt.Sprintf("log %+v", *c.Log)
+	}
+	return "empty"
 }

@@ -1,10 +1,15 @@
 package sqlitepersist
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"fmt"
+	"slices"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
 // ListedChild is the backend contract's.
@@ -20,6 +25,117 @@ func (s *Store) ChildListing(ctx context.Context, parent string, fn func(ListedC
 		WHERE s.parent_session = ? AND s.origin = 'subagent'
 		ORDER BY s.created_at, s.id`, parent)
 }
+
+// ChildListingCold is ChildListing that also reads, in the same statement,
+// the log of every child without a checkpoint record as InspectColdBatch
+// would for that child (ListedChild.Cold): its recorded verdict, or the
+// events of the given types of its verified, untorn log. A cold listing
+// thus reads its children and their descriptors in one pass over the
+// parent's range, as the records' absence makes every child a cold read.
+func (s *Store) ChildListingCold(ctx context.Context, parent string, types []string, fn func(ListedChild) error) error {
+	const what = "list the children of a session"
+	if len(types) == 0 {
+		return fmt.Errorf("%s: no event types given", what)
+	}
+	for _, t := range types {
+		if slices.Contains(closerTypes, t) {
+			return fmt.Errorf("%s: type %s can be a closer's", what, t)
+		}
+	}
+	filter, typeArgs := joinedTypeFilter(types)
+	// The cold columns are read, and the events sought, only for a child
+	// without a record (a NULL key seeks nothing), so a warm listing's rows
+	// stay within the covering index. Ordering by the children alone keeps
+	// their index order without a sorter; each child's events are put in
+	// seq order below.
+	rows, err := s.Querier().QueryContext(ctx, `SELECT `+listedColumns+`,
+		CASE WHEN c.rows IS NULL THEN s.read_failure END,
+		CASE WHEN c.rows IS NULL THEN s.registry_fold END,
+		CASE WHEN c.rows IS NULL THEN s.verified = 1 AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id) ELSE 0 END,
+		`+joinedEventColumns+` FROM sessions s `+listedCheckpoint+`
+		LEFT JOIN events e ON e.session_id = CASE WHEN c.rows IS NULL AND s.read_failure IS NULL
+			AND s.registry_fold IS NULL AND s.verified = 1 THEN s.id END AND `+filter+`
+		WHERE s.parent_session = ?1 AND s.origin = 'subagent'
+		ORDER BY s.created_at, s.id`, append([]any{parent}, typeArgs...)...)
+	if err != nil {
+		return s.storeError(err, what)
+	}
+	defer rows.Close()
+	var (
+		r        headerRow
+		cp       sql.RawBytes
+		failure  sql.NullString
+		fold     []byte
+		readable bool
+		ev       joinedEvent
+		shared   sharedStrings
+		child    *ListedChild // the child whose rows are being read
+	)
+	flush := func(c *ListedChild) error {
+		if c.Cold != nil && c.Cold.Log != nil {
+			inSeqOrder(c.Cold.Log.Events)
+		}
+		return fn(*c)
+	}
+	hasChildren := false
+	targets := append(append(r.targets(), &hasChildren, &cp, &failure, &fold, &readable), ev.targets()...)
+	for rows.Next() {
+		if err := rows.Scan(targets...); err != nil {
+			return s.storeError(err, what)
+		}
+		if child == nil || child.Header.ID != r.h.ID {
+			if child != nil {
+				if err := flush(child); err != nil {
+					return err
+				}
+			}
+			h := r.h
+			h.Cwd = shared.get(r.cwd)
+			h.ParentSession = shared.get(r.parent)
+			h.SeedLength = optInt(r.seedLen)
+			h.Origin = shared.get(r.origin)
+			h.DelegationDepth = optInt(r.depth)
+			h.AgentPreset = shared.get(r.preset)
+			child = &ListedChild{Header: h, HasChildren: hasChildren}
+			switch {
+			case cp != nil:
+				child.Checkpoint = append([]byte(nil), cp...)
+			case failure.Valid:
+				child.Cold = &backend.ListedColdRead{Verdict: &backend.ColdVerdict{ReadErr: storedlog.RecordedReadFailure(h.ID, failure.String)}}
+			case fold != nil:
+				child.Cold = &backend.ListedColdRead{Verdict: &backend.ColdVerdict{RegistryFold: fold}}
+			case readable:
+				child.Cold = &backend.ListedColdRead{Log: &Inspection{Header: h, Events: []session.Event{}, Closers: []session.Event{}, Verified: true}}
+			}
+		}
+		e, present := ev.row()
+		if !present || child.Cold == nil || child.Cold.Log == nil {
+			continue
+		}
+		decoded, err := e.Decode()
+		if err != nil {
+			return s.storeError(storedlog.CorruptRow(child.Header.ID, e.Seq, err.Error()), what)
+		}
+		child.Cold.Log.Events = append(child.Cold.Log.Events, decoded)
+	}
+	if err := rows.Err(); err != nil {
+		return s.storeError(err, what)
+	}
+	if child != nil {
+		return flush(child)
+	}
+	return nil
+}
+
+// inSeqOrder sorts a log's events by seq when the rows did not come in that
+// order.
+func inSeqOrder(events []session.Event) {
+	if !slices.IsSortedFunc(events, bySeq) {
+		slices.SortFunc(events, bySeq)
+	}
+}
+
+func bySeq(a, b session.Event) int { return cmp.Compare(a.Seq, b.Seq) }
 
 // SubtreeListing is SubtreeOf with each session's hasChildren and
 // witness-matched checkpoint record, as ChildListing gives them, in one

@@ -98,7 +98,14 @@ func (l *Lister) ResolveChildren(ctx context.Context, parent string) ([]Resoluti
 		if src, ok := headers.(ChildListingSource); ok && l.Cache != nil && !c.HasLive() {
 			// The checkpoints are derived data: when reading them with the
 			// headers fails, the listing goes on without them.
-			if recs, stored, err := listStored(ctx, src, parent); err == nil || ctx.Err() != nil {
+			var types []string // nil: no cold reads with the headers
+			if _, own := l.Cold.(batchColdReader); own {
+				// Only the corpus's own batch reader (NewLister) reads
+				// as ChildListingCold does; any other reader, such as
+				// one observing reads, is called for every read.
+				types = l.foldTypes()
+			}
+			if recs, stored, err := listStored(ctx, src, parent, types); err == nil || ctx.Err() != nil {
 				return recs, stored, err
 			}
 		}
@@ -148,6 +155,7 @@ func (l *Lister) resolveRecords(ctx context.Context, recs []corpus.Record, store
 	var pending []int
 	if stored != nil {
 		pending = l.resolveFromStored(recs, stored, cold, out)
+		pending = l.resolveListedCold(recs, stored, pending, out)
 	} else {
 		pending = l.resolveFromCache(ctx, recs, cold, out)
 	}
@@ -411,23 +419,32 @@ func (l *Lister) readColdBatch(ctx context.Context, recs []corpus.Record, pendin
 	var rest []int
 	for _, i := range pending {
 		log, found := logs[recs[i].Header.ID]
-		switch {
-		case !found:
+		if !found {
 			rest = append(rest, i)
-		case log.Err != nil:
-			out[i] = Resolution{Row: diagnostic(ReasonUnavailable), Rung: RungRead, Cause: log.Err}
-		case log.RegistryFold != nil:
-			res, ok := resolveFold(recs[i], signature, log.RegistryFold)
-			if !ok {
-				rest = append(rest, i)
-				continue
-			}
-			out[i] = res
-		default:
-			out[i] = l.resolveRead(recs[i], log.Header, log.Events)
+			continue
 		}
+		res, ok := l.resolveColdLog(recs[i], signature, log)
+		if !ok {
+			rest = append(rest, i)
+			continue
+		}
+		out[i] = res
 	}
 	return rest, nil
+}
+
+// resolveColdLog maps one batch cold read to its row; ok is false when
+// the child must still be read on its own (a registry fold this registry
+// cannot use).
+func (l *Lister) resolveColdLog(rec corpus.Record, signature string, log ColdLog) (Resolution, bool) {
+	switch {
+	case log.Err != nil:
+		return Resolution{Row: diagnostic(ReasonUnavailable), Rung: RungRead, Cause: log.Err}, true
+	case log.RegistryFold != nil:
+		return resolveFold(rec, signature, log.RegistryFold)
+	default:
+		return l.resolveRead(rec, log.Header, log.Events), true
+	}
 }
 
 // resolveRead maps a successful cold read to its row: the lifecycle witness,

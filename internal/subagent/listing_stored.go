@@ -17,6 +17,14 @@ type ChildListingSource interface {
 	ChildListing(ctx context.Context, parent string, fn func(backend.ListedChild) error) error
 }
 
+// ColdChildListingSource is a ChildListingSource that reads, in the same
+// statement, what a batch cold read (ColdBatchReader) gives for every child
+// without a checkpoint record: a cold listing's children and their
+// descriptors in one pass (sqlitepersist.Store).
+type ColdChildListingSource interface {
+	ChildListingCold(ctx context.Context, parent string, types []string, fn func(backend.ListedChild) error) error
+}
+
 // SubtreeListingSource is ChildListingSource for a whole tree: every
 // session below root, of any origin, with its hasChildren and its
 // witness-matched checkpoint record, in one query.
@@ -50,26 +58,49 @@ func listStoredTree(ctx context.Context, c *corpus.Corpus, src SubtreeListingSou
 	return recs, stored, nil
 }
 
-// storedRecord is a candidate's checkpoint as read with its header.
+// storedRecord is a candidate's checkpoint as read with its header, and
+// the cold read of its log when the source read one with it.
 type storedRecord struct {
-	rows []byte // nil: no record of this lifecycle
+	rows []byte   // nil: no record of this lifecycle
+	cold *ColdLog // nil: not read with the header
+}
+
+// coldLogOf is a listed child's cold read as a batch cold read's result.
+func coldLogOf(c *backend.ListedColdRead) *ColdLog {
+	switch {
+	case c == nil:
+		return nil
+	case c.Verdict != nil:
+		return &ColdLog{Err: c.Verdict.ReadErr, RegistryFold: c.Verdict.RegistryFold}
+	case c.Log != nil:
+		return &ColdLog{Header: c.Log.Header, Events: c.Log.Events}
+	}
+	return nil
 }
 
 // listStored enumerates parent's children from src: the records Children
-// would return (nothing being live) and their checkpoints.
-func listStored(ctx context.Context, src ChildListingSource, parent string) ([]corpus.Record, []storedRecord, error) {
+// would return (nothing being live) and their checkpoints; with types (the
+// registry's fold types) and a ColdChildListingSource, also the cold reads
+// of the children without a record.
+func listStored(ctx context.Context, src ChildListingSource, parent string, types []string) ([]corpus.Record, []storedRecord, error) {
 	type child struct {
 		rec    corpus.Record
 		stored storedRecord
 	}
 	var kids []child
-	err := src.ChildListing(ctx, parent, func(c backend.ListedChild) error {
+	add := func(c backend.ListedChild) error {
 		kids = append(kids, child{
 			rec:    corpus.Record{Header: c.Header, HasChildren: c.HasChildren, ParentID: parent, Depth: 1},
-			stored: storedRecord{rows: c.Checkpoint},
+			stored: storedRecord{rows: c.Checkpoint, cold: coldLogOf(c.Cold)},
 		})
 		return nil
-	})
+	}
+	var err error
+	if cold, ok := src.(ColdChildListingSource); ok && types != nil {
+		err = cold.ChildListingCold(ctx, parent, types, add)
+	} else {
+		err = src.ChildListing(ctx, parent, add)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,4 +158,29 @@ func (l *Lister) cachedIdentity(rows []byte) *Identity {
 		return nil
 	}
 	return id
+}
+
+// resolveListedCold resolves the pending candidates whose logs were read
+// with their headers, as readColdBatch resolves a batch, and returns the
+// others.
+func (l *Lister) resolveListedCold(recs []corpus.Record, stored []storedRecord, pending []int, out []Resolution) []int {
+	var signature string
+	var rest []int
+	for _, i := range pending {
+		log := stored[i].cold
+		if log == nil {
+			rest = append(rest, i)
+			continue
+		}
+		if signature == "" {
+			signature = registrySignature(l.Units)
+		}
+		res, ok := l.resolveColdLog(recs[i], signature, *log)
+		if !ok {
+			rest = append(rest, i)
+			continue
+		}
+		out[i] = res
+	}
+	return rest
 }
