@@ -316,7 +316,7 @@ func runCacheRebuild(ctx context.Context, a *app, p *render.Printer, ids []strin
 		return err
 	}
 	step, finish := a.progress(mode, "rebuild", len(ids))
-	rep, err := cp.Cache.Rebuild(ctx, cp.Read, ids, func(done, _ int) { step(done) })
+	rep, err := cp.Rebuild(ctx, ids, func(done, _ int) { step(done) })
 	finish()
 	if err != nil {
 		return cacheStoreError(err)

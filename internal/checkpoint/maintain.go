@@ -298,7 +298,7 @@ func (c *Cache) Rebuild(ctx context.Context, read ReadFunc, ids []string, progre
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		if err := c.rebuildOne(ctx, read, id, &rep); err != nil {
+		if _, err := c.RebuildOne(ctx, read, id, &rep); err != nil {
 			return rep, err
 		}
 		if progress != nil {
@@ -308,21 +308,24 @@ func (c *Cache) Rebuild(ctx context.Context, read ReadFunc, ids []string, progre
 	return rep, nil
 }
 
-func (c *Cache) rebuildOne(ctx context.Context, read ReadFunc, id string, rep *RebuildReport) error {
+// RebuildOne is Rebuild for one session, adding what it did to rep; it
+// returns the fold of the log it read when it rewrote the record (nil when
+// the record was removed).
+func (c *Cache) RebuildOne(ctx context.Context, read ReadFunc, id string, rep *RebuildReport) (*Fold, error) {
 	h, events, err := read(ctx, id)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		kind, reason := KindUnreadable, fmt.Sprintf("log cannot be read: %v", err)
 		if errors.Is(err, ErrSessionGone) {
 			kind, reason = KindOrphan, err.Error()
 		}
 		if err := c.Delete(ctx, id); err != nil {
-			return err
+			return nil, err
 		}
 		rep.Removed = append(rep.Removed, Finding{SessionID: id, Kind: kind, Reason: reason})
-		return nil
+		return nil, nil
 	}
 	fold := c.reg.NewFold()
 	fold.Apply(events...)
@@ -334,10 +337,10 @@ func (c *Cache) rebuildOne(ctx context.Context, read ReadFunc, id string, rep *R
 		rep.UnitFailures = append(rep.UnitFailures, Finding{SessionID: id, Key: key, Kind: KindUnitFailed, Reason: failureOf(foldErr, key)})
 	}
 	if err := c.Put(ctx, h, fold.AsOfSeq(), cp); err != nil {
-		return err
+		return nil, err
 	}
 	rep.Rewritten++
-	return nil
+	return fold, nil
 }
 
 // targets returns ids, or every record's id when ids is nil.

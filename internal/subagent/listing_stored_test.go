@@ -8,6 +8,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/gencorpus"
+	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
@@ -119,5 +120,48 @@ func TestRecordedRegistryFoldsResolveAsTheLogRead(t *testing.T) {
 				t.Errorf("scope %d candidate %d: from the fold %+v (rung %s), from the log %+v (rung %s)", scope, i, got[i].Row, got[i].Rung, want[i].Row, want[i].Rung)
 			}
 		}
+	}
+}
+
+// `dsh cache rebuild` records the registry fold of every log it refolds, so
+// a store filled by import and rebuild lists forks and identity-less
+// children from folds as one written by dsh's writers does, with the same
+// rows as reading their logs.
+func TestCacheRebuildRecordsRegistryFolds(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlitepersist.Open(ctx, filepath.Join(t.TempDir(), "rebuild.db"), sqlitepersist.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := gencorpus.Generate(ctx, st, gencorpus.Spec{Children: 200, Sessions: 300, MinEvents: 10, MaxEvents: 30, Seed: 3, NoCheckpoints: true}); err != nil {
+		t.Fatal(err)
+	}
+	l := subagent.NewStoreLister(st, st, 0)
+	before, err := l.ListChildren(ctx, gencorpus.DefaultParent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	if err := st.ListHeaders(ctx, func(h session.Header) error { ids = append(ids, h.ID); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := subagent.StoreCheckpoints(st).Rebuild(ctx, ids, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var folds int
+	if err := st.Querier().QueryRowContext(ctx, "SELECT count(*) FROM sessions WHERE registry_fold IS NOT NULL").Scan(&folds); err != nil {
+		t.Fatal(err)
+	}
+	if folds != rep.Rewritten || folds == 0 {
+		t.Errorf("%d registry folds recorded, %d records rewritten", folds, rep.Rewritten)
+	}
+	after, err := l.ListChildren(ctx, gencorpus.DefaultParent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(after, before) {
+		t.Error("the listing after the rebuild differs from the cold one")
 	}
 }

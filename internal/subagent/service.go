@@ -197,6 +197,52 @@ type Checkpoints struct {
 	Cache  *checkpoint.Cache
 	Read   checkpoint.ReadFunc
 	Header checkpoint.HeaderFunc
+	// tx, when the store has transactions, runs fn in one write
+	// transaction of it.
+	tx func(ctx context.Context, fn func(tx backend.Store) error) error
+}
+
+// Rebuild is Cache.Rebuild that also records each rewritten session's
+// registry fold beside its log (RecordRegistryFold), so that a listing
+// resolves forks and identity-less children without reading their logs
+// after a rebuild too: each session is read, refolded and recorded in one
+// write transaction, so the fold is of the log as stored. A store without
+// transactions gets Cache.Rebuild.
+func (c Checkpoints) Rebuild(ctx context.Context, ids []string, progress func(done, total int)) (checkpoint.RebuildReport, error) {
+	if c.tx == nil {
+		return c.Cache.Rebuild(ctx, c.Read, ids, progress)
+	}
+	var rep checkpoint.RebuildReport
+	if ids == nil {
+		var err error
+		if ids, err = c.Cache.IDs(ctx); err != nil {
+			return rep, err
+		}
+	}
+	reg := NewRegistry()
+	for i, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		one := checkpoint.RebuildReport{}
+		err := c.tx(ctx, func(tx backend.Store) error {
+			fold, err := checkpoint.NewCache(tx, reg).RebuildOne(ctx, inspectRead(tx), id, &one)
+			if err != nil || fold == nil {
+				return err
+			}
+			return RecordRegistryFold(ctx, tx, reg, id, fold)
+		})
+		if err != nil {
+			return rep, err
+		}
+		rep.Rewritten += one.Rewritten
+		rep.Removed = append(rep.Removed, one.Removed...)
+		rep.UnitFailures = append(rep.UnitFailures, one.UnitFailures...)
+		if progress != nil {
+			progress(i+1, len(ids))
+		}
+	}
+	return rep, nil
 }
 
 // CheckpointStore is a backend whose checkpoint cache dsh maintains.
@@ -211,24 +257,35 @@ type CheckpointStore interface {
 // registry. Reads go through the store's read-only Inspect (the valid
 // stored prefix), and an unknown session is reported as gone.
 func StoreCheckpoints(store CheckpointStore) Checkpoints {
-	gone := func(err error) error {
-		if errors.Is(err, backend.ErrNotFound) {
-			return fmt.Errorf("%w: %w", checkpoint.ErrSessionGone, err)
-		}
-		return err
-	}
-	return Checkpoints{
+	c := Checkpoints{
 		Cache: checkpoint.NewCache(store, NewRegistry()),
-		Read: func(ctx context.Context, id string) (session.Header, []session.Event, error) {
-			in, err := store.Inspect(ctx, id)
-			if err != nil {
-				return session.Header{}, nil, gone(err)
-			}
-			return in.Header, in.Events, nil
-		},
+		Read:  inspectRead(store),
 		Header: func(ctx context.Context, id string) (session.Header, error) {
 			h, err := store.Header(ctx, id)
 			return h, gone(err)
 		},
 	}
+	if t, ok := store.(backend.Transactor); ok {
+		c.tx = t.Update
+	}
+	return c
+}
+
+// inspectRead reads a session's valid stored prefix through r's read-only
+// Inspect, an unknown session reported as gone.
+func inspectRead(r backend.LogReader) checkpoint.ReadFunc {
+	return func(ctx context.Context, id string) (session.Header, []session.Event, error) {
+		in, err := r.Inspect(ctx, id)
+		if err != nil {
+			return session.Header{}, nil, gone(err)
+		}
+		return in.Header, in.Events, nil
+	}
+}
+
+func gone(err error) error {
+	if errors.Is(err, backend.ErrNotFound) {
+		return fmt.Errorf("%w: %w", checkpoint.ErrSessionGone, err)
+	}
+	return err
 }
