@@ -626,10 +626,16 @@ func (w *importer) checkpoint(ctx context.Context, tx backend.Store, s *dshforma
 	}
 	fold := w.units.NewFold()
 	fold.Apply(events...)
+	// The fold is of the log as just stored, in this transaction: recorded
+	// beside it (a unit's failure included), a listing resolves this child
+	// without reading its log, forks and identity-less children included.
+	if err := subagent.RecordRegistryFold(ctx, tx, w.units, s.Header.ID, fold); err != nil {
+		return err
+	}
 	cp, err := fold.Checkpoint()
 	if err != nil {
 		// A unit that fails on this log leaves it without a checkpoint;
-		// a listing reads the log and reports the failure.
+		// a listing reports the failure from the fold recorded above.
 		return nil
 	}
 	if err := checkpoint.NewCache(tx, w.units).Put(ctx, s.Header, fold.AsOfSeq(), cp); err != nil {
