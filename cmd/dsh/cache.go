@@ -212,8 +212,9 @@ func newCacheVerifyCmd(a *app) *cobra.Command {
 record that disagrees: a row whose state differs from the refold at the row's
 own seq (mismatch), a watermark beyond the log (ahead), a missing or outdated
 unit row (stale), another lifecycle's record (foreign), bytes that do not
-decode (poisoned), a gone session (orphan), an unreadable log. A record that
-merely lags the log is not a finding. Read-only.
+decode (poisoned), a gone session (orphan), an unreadable log; and every
+registry fold kept beside a log that differs from a refold of it
+(fold-mismatch). A record that merely lags the log is not a finding. Read-only.
 
 ` + exitStatusHelp(exitLine{1, "verified, and some record disagrees with its log"}),
 		Example: "  dsh cache verify --all\n  dsh cache verify 7cc39d3a-da07-4b5f-9b28-59bc4f2fe550 -o json",
@@ -244,6 +245,11 @@ func runCacheVerify(ctx context.Context, a *app, p *render.Printer, ids []string
 			}
 			step(done)
 		})
+		if err != nil {
+			return cacheStoreError(err)
+		}
+		folds, err := cp.VerifyFolds(ctx, ids)
+		rep.Findings = append(rep.Findings, folds...)
 		return cacheStoreError(err)
 	})
 	finish()

@@ -102,6 +102,9 @@ const (
 	KindOrphan     FindingKind = "orphan"      // the session is not in the store
 	KindUnreadable FindingKind = "unreadable"  // the session's log cannot be read
 	KindUnitFailed FindingKind = "unit-failed" // a unit fails on the log
+	// KindFoldMismatch: the registry fold a store keeps beside the log
+	// (backend.RegistryFoldRecorder) differs from a refold of the log.
+	KindFoldMismatch FindingKind = "fold-mismatch"
 )
 
 // Finding is one problem with one record. Key names the unit row concerned,

@@ -4,8 +4,10 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/gencorpus"
 	"github.com/dsh-project/dsh/internal/session"
@@ -163,5 +165,37 @@ func TestCacheRebuildRecordsRegistryFolds(t *testing.T) {
 	}
 	if !reflect.DeepEqual(after, before) {
 		t.Error("the listing after the rebuild differs from the cold one")
+	}
+}
+
+// cache verify's fold check: the folds the writers recorded agree with
+// their logs; one changed behind dsh's back is reported.
+func TestVerifyFoldsReportsAWrongFold(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlitepersist.Open(ctx, filepath.Join(t.TempDir(), "verify.db"), sqlitepersist.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := gencorpus.Generate(ctx, st, gencorpus.Spec{Children: 100, Sessions: 150, MinEvents: 10, MaxEvents: 30, Seed: 4}); err != nil {
+		t.Fatal(err)
+	}
+	cp := subagent.StoreCheckpoints(st)
+	findings, err := cp.VerifyFolds(ctx, nil)
+	if err != nil || len(findings) != 0 {
+		t.Fatalf("VerifyFolds = %v, %v; want no findings", findings, err)
+	}
+	var id, fold string
+	if err := st.Querier().QueryRowContext(ctx, `SELECT id, registry_fold FROM sessions
+		WHERE registry_fold LIKE '%"label"%' LIMIT 1`).Scan(&id, &fold); err != nil {
+		t.Fatal(err)
+	}
+	wrong := strings.Replace(fold, `"label":"`, `"label":"not `, 1)
+	if _, err := st.Querier().ExecContext(ctx, "UPDATE sessions SET registry_fold = ? WHERE id = ?", wrong, id); err != nil {
+		t.Fatal(err)
+	}
+	findings, err = cp.VerifyFolds(ctx, nil)
+	if err != nil || len(findings) != 1 || findings[0].SessionID != id || findings[0].Kind != checkpoint.KindFoldMismatch {
+		t.Fatalf("VerifyFolds = %v, %v; want one fold-mismatch for %s", findings, err, id)
 	}
 }

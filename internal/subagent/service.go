@@ -1,6 +1,7 @@
 package subagent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -200,6 +201,54 @@ type Checkpoints struct {
 	// tx, when the store has transactions, runs fn in one write
 	// transaction of it.
 	tx func(ctx context.Context, fn func(tx backend.Store) error) error
+	// verdicts, when the store records registry folds, reads them.
+	verdicts backend.ColdVerdictReader
+}
+
+// VerifyFolds refolds the log of each of ids (nil: every session with a
+// checkpoint record) whose store keeps a registry fold recorded under this
+// registry, and reports every fold that differs from the refold (a listing
+// trusts it as it would the log). It writes nothing; call it in the same
+// read snapshot as the store it was built on.
+func (c Checkpoints) VerifyFolds(ctx context.Context, ids []string) ([]checkpoint.Finding, error) {
+	if c.verdicts == nil {
+		return nil, nil
+	}
+	if ids == nil {
+		var err error
+		if ids, err = c.Cache.IDs(ctx); err != nil {
+			return nil, err
+		}
+	}
+	recorded, err := c.verdicts.ColdVerdicts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	reg := NewRegistry()
+	signature := registrySignature(reg)
+	var findings []checkpoint.Finding
+	for _, id := range ids {
+		fold := recorded[id].RegistryFold
+		if sig, _, found := bytes.Cut(fold, []byte("\n")); !found || string(sig) != signature {
+			continue // none, or one a listing ignores
+		}
+		_, events, err := c.Read(ctx, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			findings = append(findings, checkpoint.Finding{SessionID: id, Kind: checkpoint.KindFoldMismatch,
+				Reason: fmt.Sprintf("a registry fold is recorded but the log cannot be read: %v", err)})
+			continue
+		}
+		f := reg.NewFold()
+		f.Apply(events...)
+		if want := encodeRegistryFold(reg, f); !bytes.Equal(fold, want) {
+			findings = append(findings, checkpoint.Finding{SessionID: id, Kind: checkpoint.KindFoldMismatch,
+				Reason: fmt.Sprintf("recorded %q, the log folds to %q", fold, want)})
+		}
+	}
+	return findings, nil
 }
 
 // Rebuild is Cache.Rebuild that also records each rewritten session's
@@ -268,6 +317,7 @@ func StoreCheckpoints(store CheckpointStore) Checkpoints {
 	if t, ok := store.(backend.Transactor); ok {
 		c.tx = t.Update
 	}
+	c.verdicts, _ = store.(backend.ColdVerdictReader)
 	return c
 }
 
