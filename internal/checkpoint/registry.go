@@ -134,10 +134,14 @@ func (r *Registry) EventTypes() ([]string, bool) {
 	return types, true
 }
 
+// list returns the registered units. Register only ever appends, so the
+// prefix a caller holds is never rewritten: the slice is capped at its length
+// (an append after it copies or writes past it) rather than copied, which a
+// cold listing would otherwise do once per child.
 func (r *Registry) list() []Unit {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return slices.Clone(r.units)
+	return r.units[:len(r.units):len(r.units)]
 }
 
 // Snapshot is the views of every unit at one cut of a log.
@@ -167,9 +171,28 @@ type Checkpoint map[string]Row
 // consults only the `subagent` unit and a foreign unit's failure must not
 // change its verdict.
 func (r *Registry) Restore(events []session.Event) (Snapshot, error) {
-	f := r.NewFold()
+	var f Fold
+	r.startFold(&f)
 	f.Apply(events...)
 	return f.Snapshot()
+}
+
+// RestoreView is Restore for a caller that reads one unit's view: every
+// registered unit is folded and its view rendered and checked just the same,
+// and the error is Restore's, but only key's view is kept (nil when key has
+// no healthy view), so no map of views is built. A cold listing calls it
+// once per child.
+func (r *Registry) RestoreView(events []session.Event, key string) (json.RawMessage, error) {
+	var f Fold
+	r.startFold(&f)
+	f.Apply(events...)
+	var keep json.RawMessage
+	err := f.views(func(k string, v json.RawMessage) {
+		if k == key {
+			keep = v
+		}
+	})
+	return keep, err
 }
 
 // ViewCheckpoint renders the views of a checkpoint's usable rows: rows of
@@ -218,21 +241,32 @@ func (r *Registry) unit(key string) Unit {
 // log, for a writer that keeps its projections current as it appends and for
 // a full restore. A unit that fails stops folding; the others continue.
 type Fold struct {
-	units  []Unit
-	states []json.RawMessage
-	errs   []error
-	seq    int64
+	units []Unit
+	// unit i's state and failure, in one allocation per fold.
+	at  []unitFold
+	seq int64
+}
+
+type unitFold struct {
+	state json.RawMessage
+	err   error
 }
 
 // NewFold starts a fold of the currently registered units from their
 // initial states.
 func (r *Registry) NewFold() *Fold {
-	units := r.list()
-	f := &Fold{units: units, states: make([]json.RawMessage, len(units)), errs: make([]error, len(units)), seq: -1}
-	for i, u := range units {
-		f.states[i], f.errs[i] = guard(u.Key(), func() (json.RawMessage, error) { return u.Init(), nil })
-	}
+	f := new(Fold)
+	r.startFold(f)
 	return f
+}
+
+// startFold sets f to the start of a fold of the registered units.
+func (r *Registry) startFold(f *Fold) {
+	units := r.list()
+	*f = Fold{units: units, at: make([]unitFold, len(units)), seq: -1}
+	for i, u := range units {
+		f.at[i].state, f.at[i].err = guard(u.Key(), func() (json.RawMessage, error) { return u.Init(), nil })
+	}
 }
 
 // Apply folds events, which must continue the log in seq order.
@@ -248,7 +282,7 @@ func (f *Fold) Apply(events ...session.Event) {
 func (f *Fold) applyFrom(events []session.Event, i, u int) (nextEvent, nextUnit int) {
 	defer func() {
 		if p := recover(); p != nil {
-			f.errs[u] = &UnitError{Key: f.units[u].Key(), Err: fmt.Errorf("panic: %v", p)}
+			f.at[u].err = &UnitError{Key: f.units[u].Key(), Err: fmt.Errorf("panic: %v", p)}
 			nextEvent, nextUnit = i, u+1
 			if nextUnit == len(f.units) {
 				f.seq = events[i].Seq
@@ -258,15 +292,15 @@ func (f *Fold) applyFrom(events []session.Event, i, u int) (nextEvent, nextUnit 
 	}()
 	for ; i < len(events); i++ {
 		for ; u < len(f.units); u++ {
-			if f.errs[u] != nil {
+			if f.at[u].err != nil {
 				continue
 			}
-			state, err := f.units[u].Apply(f.states[u], events[i])
+			state, err := f.units[u].Apply(f.at[u].state, events[i])
 			if err != nil {
-				f.errs[u] = &UnitError{Key: f.units[u].Key(), Err: err}
+				f.at[u].err = &UnitError{Key: f.units[u].Key(), Err: err}
 				continue
 			}
-			f.states[u] = state
+			f.at[u].state = state
 		}
 		u = 0
 		f.seq = events[i].Seq
@@ -278,26 +312,44 @@ func (f *Fold) applyFrom(events []session.Event, i, u int) (nextEvent, nextUnit 
 func (f *Fold) AsOfSeq() int64 { return f.seq }
 
 // Err returns the failures so far, nil when every unit is healthy.
-func (f *Fold) Err() error { return errors.Join(f.errs...) }
+func (f *Fold) Err() error { return errors.Join(f.errs()...) }
+
+// errs is each unit's failure so far, in registration order (nil for a
+// healthy unit).
+func (f *Fold) errs() []error {
+	errs := make([]error, len(f.at))
+	for i := range f.at {
+		errs[i] = f.at[i].err
+	}
+	return errs
+}
 
 // Snapshot renders every healthy unit's view. A view that fails or is not
 // JSON fails its unit (see Registry.Restore for the error).
 func (f *Fold) Snapshot() (Snapshot, error) {
 	s := Snapshot{AsOfSeq: f.seq, Values: make(map[string]json.RawMessage, len(f.units))}
-	var errs []error // in registration order; none in the usual case
+	err := f.views(func(key string, v json.RawMessage) { s.Values[key] = v })
+	return s, err
+}
+
+// views renders every healthy unit's view and hands each to keep; the
+// error joins, in registration order, the failures so far and every view
+// that fails or is not JSON.
+func (f *Fold) views(keep func(key string, v json.RawMessage)) error {
+	var errs []error // none in the usual case
 	for i, u := range f.units {
-		if f.errs[i] != nil {
-			errs = append(errs, f.errs[i])
+		if f.at[i].err != nil {
+			errs = append(errs, f.at[i].err)
 			continue
 		}
-		v, err := view(u, f.states[i])
+		v, err := view(u, f.at[i].state)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		s.Values[u.Key()] = v
+		keep(u.Key(), v)
 	}
-	return s, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // Checkpoint returns the state of every healthy unit as of AsOfSeq, with the
@@ -305,16 +357,16 @@ func (f *Fold) Snapshot() (Snapshot, error) {
 // reaches the cache.
 func (f *Fold) Checkpoint() (Checkpoint, error) {
 	cp := make(Checkpoint, len(f.units))
-	errs := slices.Clone(f.errs)
+	errs := f.errs()
 	for i, u := range f.units {
 		if errs[i] != nil {
 			continue
 		}
-		if !json.Valid(f.states[i]) {
+		if !json.Valid(f.at[i].state) {
 			errs[i] = &UnitError{Key: u.Key(), Err: errors.New("state is not JSON")}
 			continue
 		}
-		cp[u.Key()] = Row{Ver: u.StateVersion(), Seq: f.seq, Val: f.states[i]}
+		cp[u.Key()] = Row{Ver: u.StateVersion(), Seq: f.seq, Val: f.at[i].state}
 	}
 	return cp, errors.Join(errs...)
 }

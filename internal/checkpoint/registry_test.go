@@ -3,6 +3,7 @@ package checkpoint_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -220,5 +221,26 @@ func TestViewCheckpoint(t *testing.T) {
 	})
 	if !strings.Contains(dropped["subagent"], "must have a label") {
 		t.Fatalf("an invalid stored state must be dropped: %v", dropped)
+	}
+}
+
+// RestoreView folds and judges every unit as Restore does and keeps one
+// view: the same error (a foreign unit's failure included) and key's view.
+func TestRestoreViewMatchesRestore(t *testing.T) {
+	for _, log := range [][]string{
+		{"turn/start", descA},
+		{"turn/start", "x/fail", descA},
+		{"x/panic", descA},
+		{"x/garbage", descA},
+		{"turn/start"},
+	} {
+		reg := registry(t, trapUnit{}, countUnit{ver: 1})
+		snap, err := reg.Restore(events(log...))
+		for _, key := range []string{"subagent", "trap", "count", "none"} {
+			view, viewErr := reg.RestoreView(events(log...), key)
+			if fmt.Sprint(viewErr) != fmt.Sprint(err) || string(view) != string(snap.Values[key]) || (view == nil) != (snap.Values[key] == nil) {
+				t.Fatalf("%v %s: RestoreView %s, %v; Restore %s, %v", log, key, view, viewErr, snap.Values[key], err)
+			}
+		}
 	}
 }

@@ -453,7 +453,7 @@ func (l *Lister) resolveRead(rec corpus.Record, stored session.Header, events []
 	if stored.Witness() != rec.Header.Witness() {
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrWitnessMismatch}
 	}
-	snap, err := l.Units.Restore(events)
+	view, err := l.Units.RestoreView(events, UnitKey)
 	if err != nil {
 		// Any registered unit failing on a cold log makes the row corrupt.
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
@@ -461,7 +461,7 @@ func (l *Lister) resolveRead(rec corpus.Record, stored session.Header, events []
 	// The cut comes from the header read with the events: seq and cut of
 	// one file (a later format's cut is its tagged marker, which an
 	// enumerated header cannot know).
-	return resolveFolded(snap.Values[UnitKey], stored.InheritedCut())
+	return resolveFolded(view, stored.InheritedCut())
 }
 
 // resolveFolded is the row of a cold log whose units all folded, from its
