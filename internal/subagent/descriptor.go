@@ -98,32 +98,45 @@ var (
 // order (what Object.keys returns for the parsed payload), so an error names
 // the same key DSH names.
 func ParseDescriptor(raw json.RawMessage) (*Descriptor, error) {
+	d := new(Descriptor)
+	supported, err := parseDescriptor(raw, d)
+	if err != nil || !supported {
+		return nil, err
+	}
+	return d, nil
+}
+
+// parseDescriptor is ParseDescriptor into d, which the caller may keep on
+// its stack (the identity unit parses one descriptor per cold child);
+// supported is false, with a nil error, for an unsupported version.
+func parseDescriptor(raw json.RawMessage, d *Descriptor) (supported bool, err error) {
 	if !json.Valid(raw) {
 		// DSH never sees this (its events hold parsed JSON), but dsh reads
 		// bytes; not being JSON at all is still "not an object".
-		return nil, malformed("payload must be an object")
+		return false, malformed("payload must be an object")
 	}
-	payload, ok := decodeObject(raw)
+	// Room for every key a payload may hold, on the stack.
+	var members [9]member
+	payload, ok := decodeObject(raw, members[:0])
 	if !ok {
-		return nil, malformed("payload must be an object")
+		return false, malformed("payload must be an object")
 	}
 	version, ok := payload.get("version")
 	if !ok || kindOf(version) != kindNumber {
-		return nil, malformed("version must be a number")
+		return false, malformed("version must be a number")
 	}
-	var d Descriptor
 	switch {
 	case numberIs(version, DescriptorVersion):
 		d.Version = DescriptorVersion
 	case numberIs(version, DescriptorVersionLater):
 		d.Version = DescriptorVersionLater
 	default:
-		return nil, nil
+		return false, nil
 	}
 	modeRaw, _ := payload.get("mode")
 	mode, ok := modeValue(modeRaw)
 	if !ok {
-		return nil, malformed(`mode must be "one-shot" or "continuable"`)
+		return false, malformed(`mode must be "one-shot" or "continuable"`)
 	}
 	d.Mode = mode
 	allowed := oneShotKeys
@@ -134,51 +147,50 @@ func ParseDescriptor(raw json.RawMessage) (*Descriptor, error) {
 		allowed = continuableKeys
 	}
 	if key, found := payload.firstUnknown(allowed); found {
-		return nil, malformed(`payload has unknown field "%s"`, key)
+		return false, malformed(`payload has unknown field "%s"`, key)
 	}
 	providerRaw, _ := payload.get("provider")
 	provider, ok := stringValue(providerRaw)
 	if !ok {
-		return nil, malformed("provider must be a string")
+		return false, malformed("provider must be a string")
 	}
 	d.Provider = provider
 	if d.Mode == ModeOneShot {
 		label, err := optionalString(payload, "label")
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		d.Label = label
-		return &d, nil
+		return true, nil
 	}
 	labelRaw, _ := payload.get("label")
 	label, ok := stringValue(labelRaw)
 	if !ok {
-		return nil, malformed("label must be a string")
+		return false, malformed("label must be a string")
 	}
 	d.Label = &label
-	for _, field := range []struct {
-		key string
-		dst **string
-	}{
-		{"agentProvider", &d.AgentProvider},
-		{"agentModel", &d.AgentModel},
-		{"agentReasoningEffort", &d.AgentReasoningEffort},
-		{"persona", &d.Persona},
-	} {
-		v, err := optionalString(payload, field.key)
-		if err != nil {
-			return nil, err
-		}
-		*field.dst = v
+	// In DSH's order. Assigned field by field, not through a table of
+	// pointers into d, which would move the caller's d to the heap.
+	if d.AgentProvider, err = optionalString(payload, "agentProvider"); err != nil {
+		return false, err
+	}
+	if d.AgentModel, err = optionalString(payload, "agentModel"); err != nil {
+		return false, err
+	}
+	if d.AgentReasoningEffort, err = optionalString(payload, "agentReasoningEffort"); err != nil {
+		return false, err
+	}
+	if d.Persona, err = optionalString(payload, "persona"); err != nil {
+		return false, err
 	}
 	if raw, present := payload.get("toolFilter"); present {
 		tf, err := parseToolFilter(raw)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		d.ToolFilter = tf
 	}
-	return &d, nil
+	return true, nil
 }
 
 // modeValue reads a JSON value that must be one of the two modes, without
@@ -213,7 +225,7 @@ func optionalString(obj object, key string) (*string, error) {
 }
 
 func parseToolFilter(raw json.RawMessage) (*ToolFilter, error) {
-	obj, ok := decodeObject(raw)
+	obj, ok := decodeObject(raw, nil)
 	if !ok {
 		return nil, malformed("toolFilter must be an object")
 	}

@@ -29,12 +29,15 @@ type member struct {
 // cold listing parses one descriptor per child, and the token decoder
 // allocates per token (and builds a syntax error for every value it ends).
 // Validity is already established, so only the structure is followed.
-func decodeObject(raw json.RawMessage) (obj object, ok bool) {
+//
+// The members are appended to buf (which may be nil), so that a caller can
+// hold them in an array of its own.
+func decodeObject(raw json.RawMessage, buf []member) (obj object, ok bool) {
 	if kindOf(raw) != kindObject {
 		return object{}, false
 	}
 	i := skipSpace(raw, 0) + 1 // past '{'
-	obj.members = make([]member, 0, 9)
+	obj.members = buf
 	for {
 		i = skipSpace(raw, i)
 		switch raw[i] {

@@ -56,7 +56,7 @@ func FuzzDecodeObject(f *testing.F) {
 			return // decodeObject's precondition
 		}
 		keys, vals, wantOK := tokenObject(raw)
-		obj, ok := decodeObject(raw)
+		obj, ok := decodeObject(raw, nil)
 		if ok != wantOK {
 			t.Fatalf("%q: ok %v, token decoder %v", raw, ok, wantOK)
 		}

@@ -145,8 +145,8 @@ func (identityUnit) Apply(state json.RawMessage, e session.Event) (json.RawMessa
 	if e.Type != session.TypeDescriptor {
 		return state, nil
 	}
-	d, err := ParseDescriptor(e.Data)
-	if err != nil || d == nil {
+	var d Descriptor
+	if supported, err := parseDescriptor(e.Data, &d); err != nil || !supported {
 		return emptyState, nil
 	}
 	id := Identity{Mode: d.Mode, Label: d.Label, Seq: e.Seq}
