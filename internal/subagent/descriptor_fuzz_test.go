@@ -55,3 +55,37 @@ func FuzzParseDescriptor(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCanonicalDescriptor checks the identity unit's fast path against
+// ParseDescriptor: any text scanCanonicalDescriptor accepts, ParseDescriptor
+// accepts with the same mode and label.
+func FuzzCanonicalDescriptor(f *testing.F) {
+	for _, seed := range []string{
+		`{"version":2,"mode":"one-shot","provider":"spawn"}`,
+		`{"version":2,"mode":"one-shot","provider":"spawn","label":"x"}`,
+		`{"version":2,"mode":"one-shot","provider":"spawn","label":"x","agentModel":"m"}`,
+		`{"version":2,"mode":"continuable","provider":"spawn","label":"task 1: a b","agentProvider":"echo","agentModel":"echo"}`,
+		`{"version":3,"mode":"continuable","provider":"spawn","label":"l","agentReasoningEffort":"high","persona":"p"}`,
+		`{"version":2,"mode":"continuable","provider":"spawn","label":"l","agentReasoningEffort":"high"}`,
+		`{"version":2,"mode":"continuable","provider":"spawn"}`,
+		`{"version":2,"mode":"continuable","provider":"spawn","label":"l","label":"m"}`,
+		`{"version":2,"mode":"continuable","provider":"spawn","label":"a\"b"}`,
+		`{"version":23,"mode":"one-shot","provider":"spawn"}`,
+		`{"version":2,"mode":"continuable","provider":"spawn","label":"l"} `,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		mode, label, ok := scanCanonicalDescriptor(raw)
+		if !ok {
+			return
+		}
+		d, err := ParseDescriptor(raw)
+		if err != nil || d == nil {
+			t.Fatalf("canonical %q: ParseDescriptor %+v, %v", raw, d, err)
+		}
+		if d.Mode != mode || (d.Label == nil) != (label == nil) || (label != nil && *d.Label != string(label)) {
+			t.Fatalf("canonical %q: mode %q label %q; ParseDescriptor %+v", raw, mode, label, d)
+		}
+	})
+}

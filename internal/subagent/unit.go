@@ -145,16 +145,26 @@ func (identityUnit) Apply(state json.RawMessage, e session.Event) (json.RawMessa
 	if e.Type != session.TypeDescriptor {
 		return state, nil
 	}
-	var d Descriptor
-	if supported, err := parseDescriptor(e.Data, &d); err != nil || !supported {
-		return emptyState, nil
+	id := Identity{Seq: e.Seq}
+	if mode, label, ok := scanCanonicalDescriptor(e.Data); ok {
+		// The form dsh writes: its scan is its whole check.
+		id.Mode = mode
+		if label != nil {
+			s := string(label)
+			id.Label = &s
+		}
+	} else {
+		var d Descriptor
+		if supported, err := parseDescriptor(e.Data, &d); err != nil || !supported {
+			return emptyState, nil
+		}
+		id.Mode, id.Label = d.Mode, d.Label
 	}
-	id := Identity{Mode: d.Mode, Label: d.Label, Seq: e.Seq}
 	// Room for the prefix, the fixed keys, a mode, a seq and an unescaped
 	// label: one allocation for the usual state.
 	size := len(identityPrefix) + 64
-	if d.Label != nil {
-		size += len(*d.Label)
+	if id.Label != nil {
+		size += len(*id.Label)
 	}
 	b := append(make([]byte, 0, size), identityPrefix...)
 	b = id.appendJSON(b)
