@@ -219,10 +219,12 @@ func (m *sharedStrings) get(v sql.NullString) *string {
 	if p, ok := (*m)[v.String]; ok {
 		return p
 	}
+	// A copy of the text, not &v.String: taking the parameter's address
+	// would move it to the heap on every call, hits included.
+	s := v.String
 	if len(*m) >= 64 {
-		return &v.String
+		return &s
 	}
-	p := &v.String
-	(*m)[v.String] = p
-	return p
+	(*m)[s] = &s
+	return &s
 }
