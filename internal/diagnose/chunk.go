@@ -28,6 +28,8 @@ func (c *chunkIdentities) CachedSubagentViews(ctx context.Context, headers []ses
 type chunkRead struct {
 	res     []*subagent.Resolution
 	parents map[string]*session.Header
+	// folds are the registry folds the store recorded beside the logs.
+	folds map[string][]byte
 }
 
 // auditChunk audits part in a fixed number of queries: its checkpoint
@@ -53,6 +55,11 @@ func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]R
 		return nil, err
 	}
 	read := chunkRead{res: make([]*subagent.Resolution, len(part)), parents: map[string]*session.Header{}}
+	folds, err := a.recordedFolds(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	read.folds = folds
 	var recs []corpus.Record
 	var cands []int
 	for i, it := range part {
@@ -85,7 +92,7 @@ func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]R
 			reports[i], _ = a.audit(ctx, it, nil, nil, read)
 		}
 	}
-	err := a.auditLogs(ctx, ids, func(log *backend.AuditRead) error {
+	err = a.auditLogs(ctx, ids, func(log *backend.AuditRead) error {
 		items, ok := at[log.Header.ID]
 		if !ok {
 			return fmt.Errorf("audit of %q: not requested", log.Header.ID)
@@ -112,6 +119,26 @@ func (a *auditor) loadRecords(ctx context.Context, ids []string) error {
 	return a.view.CheckpointsOf(ctx, ids, func(rec backend.CheckpointRecord) error {
 		return a.records.PutCheckpoint(ctx, rec)
 	})
+}
+
+// recordedFolds reads the registry folds recorded beside the logs of ids,
+// when the store records them, in one query.
+func (a *auditor) recordedFolds(ctx context.Context, ids []string) (map[string][]byte, error) {
+	v, ok := a.view.(backend.ColdVerdictReader)
+	if !ok || len(ids) == 0 {
+		return nil, nil
+	}
+	verdicts, err := v.ColdVerdicts(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	folds := make(map[string][]byte, len(verdicts))
+	for id, verdict := range verdicts {
+		if verdict.RegistryFold != nil {
+			folds[id] = verdict.RegistryFold
+		}
+	}
+	return folds, nil
 }
 
 // auditLogs calls fn with the audit read of every id: in a few queries

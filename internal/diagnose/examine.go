@@ -84,6 +84,7 @@ func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution, 
 	if err := a.checkCache(ctx, s, log, res); err != nil {
 		return r, err
 	}
+	checkRegistryFold(s, a.reg, read.folds[h.ID], log)
 	if !live && res != nil && res.Row != nil && res.Row.Kind == subagent.KindChild && res.Row.Mode == subagent.ModeContinuable {
 		checkResumable(s, log)
 	}
@@ -379,6 +380,18 @@ func (a *auditor) checkCache(ctx context.Context, s *sessionAudit, log *backend.
 		}
 	}
 	return nil
+}
+
+// checkRegistryFold compares the registry fold the store recorded beside
+// the log, which a listing uses in place of reading the log, with a fold
+// of the log as read now.
+func checkRegistryFold(s *sessionAudit, reg *checkpoint.Registry, recorded []byte, log *backend.AuditRead) {
+	if recorded == nil {
+		return
+	}
+	if why := subagent.FoldDisagreement(reg, recorded, log.Events, log.ReadErr); why != "" {
+		s.add(CacheStale, nil, "the registry fold recorded beside the log disagrees with a fold of the log (%s); dsh list's row comes from it; dsh cache rebuild replaces it", why)
+	}
 }
 
 func reportForeign(s *sessionAudit, reason string) {

@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/session"
 )
 
 // A registry fold is what a writer records beside a log it has just stored
@@ -78,4 +79,32 @@ func resolveFold(rec corpus.Record, signature string, fold []byte) (res Resoluti
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %s", ErrUnitFailed, failure)}, true
 	}
 	return resolveFolded(outcome, rec.Header.InheritedCut()), true
+}
+
+// FoldDisagreement says how a registry fold recorded beside a log differs
+// from a fold of reg over that log as read now (events, or readErr when it
+// does not read), or "" when it agrees or was recorded under another
+// registry (a listing ignores those). A listing trusts a recorded fold as
+// it would the log, so any difference is a wrong row: cache verify and
+// diagnose both judge it here.
+func FoldDisagreement(reg *checkpoint.Registry, recorded []byte, events []session.Event, readErr error) string {
+	if !recordedUnder(reg, recorded) {
+		return ""
+	}
+	if readErr != nil {
+		return fmt.Sprintf("a registry fold is recorded but the log cannot be read: %v", readErr)
+	}
+	f := reg.NewFold()
+	f.Apply(events...)
+	if want := encodeRegistryFold(reg, f); !bytes.Equal(recorded, want) {
+		return fmt.Sprintf("recorded %q, the log folds to %q", recorded, want)
+	}
+	return ""
+}
+
+// recordedUnder reports whether fold was recorded under reg's units and
+// state versions: the only folds a listing uses.
+func recordedUnder(reg *checkpoint.Registry, fold []byte) bool {
+	sig, _, found := bytes.Cut(fold, []byte("\n"))
+	return found && string(sig) == registrySignature(reg)
 }

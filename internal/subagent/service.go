@@ -1,7 +1,6 @@
 package subagent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -225,27 +224,18 @@ func (c Checkpoints) VerifyFolds(ctx context.Context, ids []string) ([]checkpoin
 		return nil, err
 	}
 	reg := NewRegistry()
-	signature := registrySignature(reg)
 	var findings []checkpoint.Finding
 	for _, id := range ids {
 		fold := recorded[id].RegistryFold
-		if sig, _, found := bytes.Cut(fold, []byte("\n")); !found || string(sig) != signature {
+		if !recordedUnder(reg, fold) {
 			continue // none, or one a listing ignores
 		}
 		_, events, err := c.Read(ctx, id)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			findings = append(findings, checkpoint.Finding{SessionID: id, Kind: checkpoint.KindFoldMismatch,
-				Reason: fmt.Sprintf("a registry fold is recorded but the log cannot be read: %v", err)})
-			continue
+		if err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		f := reg.NewFold()
-		f.Apply(events...)
-		if want := encodeRegistryFold(reg, f); !bytes.Equal(fold, want) {
-			findings = append(findings, checkpoint.Finding{SessionID: id, Kind: checkpoint.KindFoldMismatch,
-				Reason: fmt.Sprintf("recorded %q, the log folds to %q", fold, want)})
+		if why := FoldDisagreement(reg, fold, events, err); why != "" {
+			findings = append(findings, checkpoint.Finding{SessionID: id, Kind: checkpoint.KindFoldMismatch, Reason: why})
 		}
 	}
 	return findings, nil
