@@ -73,53 +73,15 @@ func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*AuditRead)
 		if err != nil {
 			return err
 		}
-		var aside []string
-		for _, id := range ids {
-			st, ok := states[id]
-			switch {
-			case !ok:
-				return storedlog.NotFound(id)
-			case st.recorded:
-				aside = append(aside, id)
-			}
-		}
-		corrupt, err := storedlog.AuditBatch(ctx, func(send func(storedlog.LogRows) error) error {
+		return storedlog.AuditEach(ctx, ids, states, func(send func(string, []storedlog.Row) error) error {
 			rows, err := q.QueryContext(ctx, "SELECT session_id, "+eventColumns+
 				" FROM events WHERE session_id IN (SELECT value FROM json_each(?)) ORDER BY session_id, seq", list)
 			if err != nil {
 				return err
 			}
 			defer rows.Close()
-			return storedlog.StreamLogs(rows, func(id string, log []storedlog.Row) error {
-				st := states[id]
-				st.seen = true
-				if st.recorded {
-					return nil
-				}
-				return send(storedlog.LogRows{Header: st.header, Verified: st.verified, Rows: log})
-			})
-		}, fn)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			if st := states[id]; !st.seen && !st.recorded {
-				a, _ := storedlog.AuditRows(st.header, nil, st.verified)
-				if err := fn(a); err != nil {
-					return err
-				}
-			}
-		}
-		for _, id := range append(aside, corrupt...) {
-			a, err := auditOne(ctx, q, id)
-			if err != nil {
-				return err
-			}
-			if err := fn(a); err != nil {
-				return err
-			}
-		}
-		return nil
+			return storedlog.StreamLogs(rows, send)
+		}, func(id string) (*AuditRead, error) { return auditOne(ctx, q, id) }, fn)
 	})
 	if err != nil {
 		return s.storeError(err, fmt.Sprintf("audit %d sessions", len(ids)))
@@ -127,17 +89,7 @@ func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*AuditRead)
 	return nil
 }
 
-// auditState is what AuditEach reads of one sessions row.
-type auditState struct {
-	header   session.Header
-	verified bool
-	// recorded: an import recorded a torn tail or damage for the log.
-	recorded bool
-	// seen: the stream had rows of the log.
-	seen bool
-}
-
-func auditStates(ctx context.Context, q Querier, list string) (map[string]*auditState, error) {
+func auditStates(ctx context.Context, q Querier, list string) (map[string]*storedlog.AuditState, error) {
 	rows, err := q.QueryContext(ctx, "SELECT "+headerColumns+`, verified,
 		EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id) OR EXISTS (SELECT 1 FROM damaged_logs d WHERE d.session_id = s.id)
 		FROM sessions s WHERE id IN (SELECT value FROM json_each(?))`, list)
@@ -145,16 +97,16 @@ func auditStates(ctx context.Context, q Querier, list string) (map[string]*audit
 		return nil, err
 	}
 	defer rows.Close()
-	states := map[string]*auditState{}
+	states := map[string]*storedlog.AuditState{}
 	for rows.Next() {
 		var r headerRow
 		var verified int64
-		st := &auditState{}
-		if err := rows.Scan(append(r.targets(), &verified, &st.recorded)...); err != nil {
+		st := &storedlog.AuditState{}
+		if err := rows.Scan(append(r.targets(), &verified, &st.Recorded)...); err != nil {
 			return nil, err
 		}
-		st.header, st.verified = r.header(), verified == 1
-		states[st.header.ID] = st
+		st.Header, st.Verified = r.header(), verified == 1
+		states[st.Header.ID] = st
 	}
 	return states, rows.Err()
 }

@@ -126,3 +126,66 @@ func AuditBatch(ctx context.Context, read func(send func(LogRows) error) error, 
 	}
 	return corrupt, readErr
 }
+
+// AuditState is what a batch audit reads of one session's sessions row.
+type AuditState struct {
+	Header   session.Header
+	Verified bool
+	// Recorded: an import recorded a torn tail or damage for the log.
+	Recorded bool
+	// seen: the event stream had rows of the log.
+	seen bool
+}
+
+// AuditEach is a store's backend.BatchAuditor over what only the store can
+// read: states, the sessions row of every id (an id without one is
+// unknown); events, one stream of every event row of ids by (session_id,
+// seq), passed to StreamLogs with send; and one, the store's own Audit of a
+// single log, which judges the logs an import recorded as torn or damaged
+// and those whose rows are corrupt before their last turn/end. A log with
+// no rows is judged as empty.
+func AuditEach(ctx context.Context, ids []string, states map[string]*AuditState,
+	events func(send func(id string, log []Row) error) error,
+	one func(id string) (*backend.AuditRead, error), fn func(*backend.AuditRead) error) error {
+	var aside []string
+	for _, id := range ids {
+		st, ok := states[id]
+		switch {
+		case !ok:
+			return NotFound(id)
+		case st.Recorded:
+			aside = append(aside, id)
+		}
+	}
+	corrupt, err := AuditBatch(ctx, func(send func(LogRows) error) error {
+		return events(func(id string, log []Row) error {
+			st := states[id]
+			st.seen = true
+			if st.Recorded {
+				return nil
+			}
+			return send(LogRows{Header: st.Header, Verified: st.Verified, Rows: log})
+		})
+	}, fn)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if st := states[id]; !st.seen && !st.Recorded {
+			a, _ := AuditRows(st.Header, nil, st.Verified)
+			if err := fn(a); err != nil {
+				return err
+			}
+		}
+	}
+	for _, id := range append(aside, corrupt...) {
+		a, err := one(id)
+		if err != nil {
+			return err
+		}
+		if err := fn(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
