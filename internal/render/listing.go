@@ -38,24 +38,25 @@ const (
 func (p *Printer) Listing(rows []subagent.Row, scope Scope) error {
 	switch p.opts.Format {
 	case JSON:
-		b := []byte{'['}
+		w := chunkWriter{w: p.w, b: make([]byte, 0, listChunk+listChunk/4)}
+		w.b = append(w.b, '[')
 		for i, r := range rows {
 			if i > 0 {
-				b = append(b, ',')
+				w.b = append(w.b, ',')
 			}
-			b = AppendListEntry(b, r, scope)
+			w.b = AppendListEntry(w.b, r, scope)
+			w.flushFull()
 		}
-		b = append(b, "]\n"...)
-		_, err := p.w.Write(b)
-		return err
+		w.b = append(w.b, "]\n"...)
+		return w.flush()
 	case JSONL:
-		var b []byte
+		w := chunkWriter{w: p.w, b: make([]byte, 0, listChunk+listChunk/4)}
 		for _, r := range rows {
-			b = AppendListEntry(b, r, scope)
-			b = append(b, '\n')
+			w.b = AppendListEntry(w.b, r, scope)
+			w.b = append(w.b, '\n')
+			w.flushFull()
 		}
-		_, err := p.w.Write(b)
-		return err
+		return w.flush()
 	case Agents:
 		esc := func(s string) string { return s }
 		if p.opts.TTY {
@@ -75,6 +76,34 @@ func (p *Printer) Listing(rows []subagent.Row, scope Scope) error {
 		}
 	}
 	return l.Close()
+}
+
+// listChunk is how much JSON a listing gathers before writing it: the rows
+// are all read already, so the output need not be built whole in memory
+// (at thousands of rows that buffer, and its growth, was a good part of a
+// listing's heap).
+const listChunk = 64 << 10
+
+// chunkWriter writes b to w whenever it holds listChunk bytes; the first
+// write error is kept and returned by flush.
+type chunkWriter struct {
+	w   io.Writer
+	b   []byte
+	err error
+}
+
+func (c *chunkWriter) flushFull() {
+	if len(c.b) >= listChunk {
+		c.flush()
+	}
+}
+
+func (c *chunkWriter) flush() error {
+	if c.err == nil && len(c.b) > 0 {
+		_, c.err = c.w.Write(c.b)
+	}
+	c.b = c.b[:0]
+	return c.err
 }
 
 // AppendListEntry appends one row as DSH's SubagentListEntry JSON:

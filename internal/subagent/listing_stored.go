@@ -83,16 +83,16 @@ func coldLogOf(c *backend.ListedColdRead) *ColdLog {
 // registry's fold types) and a ColdChildListingSource, also the cold reads
 // of the children without a record.
 func listStored(ctx context.Context, src ChildListingSource, parent string, types []string) ([]corpus.Record, []storedRecord, error) {
-	type child struct {
-		rec    corpus.Record
-		stored storedRecord
-	}
-	var kids []child
+	// Two parallel slices, not one of (record, checkpoint) pairs copied
+	// apart afterwards: at thousands of children that copy (and its
+	// growth) was a large part of a warm listing's heap.
+	var (
+		recs   []corpus.Record
+		stored []storedRecord
+	)
 	add := func(c backend.ListedChild) error {
-		kids = append(kids, child{
-			rec:    corpus.Record{Header: c.Header, HasChildren: c.HasChildren, ParentID: parent, Depth: 1},
-			stored: storedRecord{rows: c.Checkpoint, cold: coldLogOf(c.Cold)},
-		})
+		recs = append(recs, corpus.Record{Header: c.Header, HasChildren: c.HasChildren, ParentID: parent, Depth: 1})
+		stored = append(stored, storedRecord{rows: c.Checkpoint, cold: coldLogOf(c.Cold)})
 		return nil
 	}
 	var err error
@@ -104,13 +104,48 @@ func listStored(ctx context.Context, src ChildListingSource, parent string, type
 	if err != nil {
 		return nil, nil, err
 	}
-	corpus.SortHeaders(kids, func(c child) session.Header { return c.rec.Header })
-	recs := make([]corpus.Record, len(kids))
-	stored := make([]storedRecord, len(kids))
-	for i, c := range kids {
-		recs[i], stored[i] = c.rec, c.stored
-	}
+	sortListed(recs, stored)
 	return recs, stored, nil
+}
+
+// sortListed puts the children in corpus.SortHeaders order, moving each
+// one's checkpoint with it. The source gives them in createdAt order, so
+// only each run of equal createdAt needs sorting (ids tie-broken by
+// localeCompare); children that come out of createdAt order are sorted
+// whole all the same.
+func sortListed(recs []corpus.Record, stored []storedRecord) {
+	for start := 0; start < len(recs); {
+		at := recs[start].Header.CreatedAt
+		end := start + 1
+		for end < len(recs) && recs[end].Header.CreatedAt == at {
+			end++
+		}
+		if end < len(recs) && recs[end].Header.CreatedAt < at {
+			sortTogether(recs, stored)
+			return
+		}
+		if end-start > 1 {
+			sortTogether(recs[start:end], stored[start:end])
+		}
+		start = end
+	}
+}
+
+// sortTogether sorts recs by corpus.SortHeaders and stored in the same
+// permutation.
+func sortTogether(recs []corpus.Record, stored []storedRecord) {
+	order := make([]int, len(recs))
+	for i := range order {
+		order[i] = i
+	}
+	corpus.SortHeaders(order, func(i int) session.Header { return recs[i].Header })
+	r := make([]corpus.Record, len(recs))
+	s := make([]storedRecord, len(stored))
+	for k, i := range order {
+		r[k], s[k] = recs[i], stored[i]
+	}
+	copy(recs, r)
+	copy(stored, s)
 }
 
 // resolveFromStored is rung 2 (resolveFromCache) over the checkpoints read
