@@ -326,7 +326,7 @@ type ListedChild struct {
 	Checkpoint []byte
 	// Cold, from a listing that reads cold logs with the headers, is what
 	// a batch cold read of this child's log gives; nil when not read (it
-	// has a record, or its log must be read on its own).
+	// has a record and no seed, or its log must be read on its own).
 	Cold *ListedColdRead
 }
 

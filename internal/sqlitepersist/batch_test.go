@@ -178,6 +178,16 @@ func TestChildListingColdMatchesListingThenBatch(t *testing.T) {
 	if err := st.PutCheckpoint(ctx, backend.CheckpointRecord{Witness: recordedHeader, AsOfSeq: 3, Rows: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
+	// A seeded child is read cold even with a record: a listing never
+	// serves it from one.
+	seeded := childHeader("seeded", "p", 10, true)
+	seeded.SeedLength = ptr(int64(1))
+	if err := st.CreateSession(ctx, seeded, valid); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutCheckpoint(ctx, backend.CheckpointRecord{Witness: seeded, AsOfSeq: 3, Rows: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
 	for _, types := range [][]string{{session.TypeDescriptor}, {session.TypeDescriptor, session.TypeTurnStart}} {
 		var want, got []ListedChild
 		if err := st.ChildListing(ctx, "p", func(c ListedChild) error { want = append(want, c); return nil }); err != nil {
@@ -188,7 +198,7 @@ func TestChildListingColdMatchesListingThenBatch(t *testing.T) {
 		}
 		var ids []string
 		for _, c := range want {
-			if c.Checkpoint == nil {
+			if c.Checkpoint == nil || c.Header.IsSeeded() {
 				ids = append(ids, c.Header.ID)
 			}
 		}
@@ -208,13 +218,14 @@ func TestChildListingColdMatchesListingThenBatch(t *testing.T) {
 			}
 			id := w.Header.ID
 			var wantCold *backend.ListedColdRead
-			if v, ok := recorded[id]; ok && w.Checkpoint == nil {
+			readCold := w.Checkpoint == nil || w.Header.IsSeeded()
+			if v, ok := recorded[id]; ok && readCold {
 				wantCold = &backend.ListedColdRead{Verdict: &v}
-			} else if in, ok := logs[id]; ok && w.Checkpoint == nil {
+			} else if in, ok := logs[id]; ok && readCold {
 				wantCold = &backend.ListedColdRead{Log: in}
 			}
 			switch kind := describeCold(cold); {
-			case id == "plain" || id == "bare":
+			case id == "plain" || id == "bare" || id == "seeded":
 				if cold == nil || cold.Log == nil {
 					t.Errorf("%v: %s: cold read %s, want its log", types, id, kind)
 				}

@@ -27,11 +27,14 @@ func (s *Store) ChildListing(ctx context.Context, parent string, fn func(ListedC
 }
 
 // ChildListingCold is ChildListing that also reads, in the same statement,
-// the log of every child without a checkpoint record as InspectColdBatch
-// would for that child (ListedChild.Cold): its recorded verdict, or the
-// events of the given types of its verified, untorn log. A cold listing
-// thus reads its children and their descriptors in one pass over the
-// parent's range, as the records' absence makes every child a cold read.
+// the log of every child without a checkpoint record, and of every seeded
+// child, as InspectColdBatch would for that child (ListedChild.Cold): its
+// recorded verdict, or the events of the given types of its verified,
+// untorn log. A cold listing thus reads its children and their descriptors
+// in one pass over the parent's range, as the records' absence makes every
+// child a cold read; a warm one reads its seeded children's too, which a
+// listing never serves from a record, instead of looking them up again in
+// a second query.
 func (s *Store) ChildListingCold(ctx context.Context, parent string, types []string, fn func(ListedChild) error) error {
 	const what = "list the children of a session"
 	if len(types) == 0 {
@@ -44,16 +47,16 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 	}
 	filter, typeArgs := joinedTypeFilter(types)
 	// The cold columns are read, and the events sought, only for a child
-	// without a record (a NULL key seeks nothing), so a warm listing's rows
-	// stay within the covering index. Ordering by the children alone keeps
+	// without a record or with a seed (a NULL key seeks nothing), so a warm
+	// listing's other rows stay within the covering index. Ordering by the children alone keeps
 	// their index order without a sorter; each child's events are put in
 	// seq order below.
 	rows, err := s.Querier().QueryContext(ctx, `SELECT `+listedColumns+`,
-		CASE WHEN c.rows IS NULL THEN s.read_failure END,
-		CASE WHEN c.rows IS NULL THEN s.registry_fold END,
-		CASE WHEN c.rows IS NULL THEN s.verified = 1 AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id) ELSE 0 END,
+		CASE WHEN c.rows IS NULL OR s.seed_length IS NOT NULL THEN s.read_failure END,
+		CASE WHEN c.rows IS NULL OR s.seed_length IS NOT NULL THEN s.registry_fold END,
+		CASE WHEN c.rows IS NULL OR s.seed_length IS NOT NULL THEN s.verified = 1 AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id) ELSE 0 END,
 		`+joinedEventColumns+` FROM sessions s `+listedCheckpoint+`
-		LEFT JOIN events e ON e.session_id = CASE WHEN c.rows IS NULL AND s.read_failure IS NULL
+		LEFT JOIN events e ON e.session_id = CASE WHEN (c.rows IS NULL OR s.seed_length IS NOT NULL) AND s.read_failure IS NULL
 			AND s.registry_fold IS NULL AND s.verified = 1 THEN s.id END AND `+filter+`
 		WHERE s.parent_session = ?1 AND s.origin = 'subagent'
 		ORDER BY s.created_at, s.id`, append([]any{parent}, typeArgs...)...)
@@ -97,9 +100,10 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 			h.DelegationDepth = optInt(r.depth)
 			h.AgentPreset = shared.get(r.preset)
 			child = &ListedChild{Header: h, HasChildren: hasChildren}
-			switch {
-			case cp != nil:
+			if cp != nil {
 				child.Checkpoint = append([]byte(nil), cp...)
+			}
+			switch {
 			case failure.Valid:
 				child.Cold = &backend.ListedColdRead{Verdict: &backend.ColdVerdict{ReadErr: storedlog.RecordedReadFailure(h.ID, failure.String)}}
 			case fold != nil:
