@@ -72,7 +72,11 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 		readable bool
 		ev       joinedEvent
 		shared   sharedStrings
-		child    *ListedChild // the child whose rows are being read
+		ints     sharedInts
+		// The child whose rows are being read, a value reused from child
+		// to child (a pointer per child was one allocation per row).
+		child   ListedChild
+		reading bool
 	)
 	flush := func(c *ListedChild) error {
 		if c.Cold != nil && c.Cold.Log != nil {
@@ -86,20 +90,20 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 		if err := rows.Scan(targets...); err != nil {
 			return s.storeError(err, what)
 		}
-		if child == nil || child.Header.ID != r.h.ID {
-			if child != nil {
-				if err := flush(child); err != nil {
+		if !reading || child.Header.ID != r.h.ID {
+			if reading {
+				if err := flush(&child); err != nil {
 					return err
 				}
 			}
 			h := r.h
 			h.Cwd = shared.get(r.cwd)
 			h.ParentSession = shared.get(r.parent)
-			h.SeedLength = optInt(r.seedLen)
+			h.SeedLength = ints.get(r.seedLen)
 			h.Origin = shared.get(r.origin)
-			h.DelegationDepth = optInt(r.depth)
+			h.DelegationDepth = ints.get(r.depth)
 			h.AgentPreset = shared.get(r.preset)
-			child = &ListedChild{Header: h, HasChildren: hasChildren}
+			child, reading = ListedChild{Header: h, HasChildren: hasChildren}, true
 			if cp != nil {
 				child.Checkpoint = append([]byte(nil), cp...)
 			}
@@ -125,8 +129,8 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 	if err := rows.Err(); err != nil {
 		return s.storeError(err, what)
 	}
-	if child != nil {
-		return flush(child)
+	if reading {
+		return flush(&child)
 	}
 	return nil
 }
@@ -179,6 +183,7 @@ func (s *Store) eachListed(ctx context.Context, fn func(ListedChild) error, what
 		r      headerRow
 		cp     sql.RawBytes
 		shared sharedStrings
+		ints   sharedInts
 		child  ListedChild
 	)
 	targets := append(r.targets(), &child.HasChildren, &cp)
@@ -189,9 +194,9 @@ func (s *Store) eachListed(ctx context.Context, fn func(ListedChild) error, what
 		h := r.h
 		h.Cwd = shared.get(r.cwd)
 		h.ParentSession = shared.get(r.parent)
-		h.SeedLength = optInt(r.seedLen)
+		h.SeedLength = ints.get(r.seedLen)
 		h.Origin = shared.get(r.origin)
-		h.DelegationDepth = optInt(r.depth)
+		h.DelegationDepth = ints.get(r.depth)
 		h.AgentPreset = shared.get(r.preset)
 		child.Header = h
 		child.Checkpoint = nil
@@ -231,4 +236,27 @@ func (m *sharedStrings) get(v sql.NullString) *string {
 	}
 	(*m)[s] = &s
 	return &s
+}
+
+// sharedInts is sharedStrings for a header's optional numbers: siblings
+// mostly share their delegation depth (and seed lengths repeat), so a
+// pointer per distinct value instead of one allocation per child.
+type sharedInts map[int64]*int64
+
+func (m *sharedInts) get(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	if *m == nil {
+		*m = sharedInts{}
+	}
+	if p, ok := (*m)[v.Int64]; ok {
+		return p
+	}
+	n := v.Int64
+	if len(*m) >= 64 {
+		return &n
+	}
+	(*m)[n] = &n
+	return &n
 }
