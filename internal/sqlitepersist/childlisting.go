@@ -21,10 +21,26 @@ type ListedChild = backend.ListedChild
 // by key, the witness compared in SQL. The caller re-sorts createdAt ties
 // by JavaScript localeCompare (corpus.SortHeaders), as for ChildrenOf.
 func (s *Store) ChildListing(ctx context.Context, parent string, fn func(ListedChild) error) error {
-	return s.eachListed(ctx, fn, "list the children of a session", `SELECT `+listedColumns+` FROM sessions s `+listedCheckpoint+`
+	placed := childPlace(parent)
+	return s.eachListed(ctx, func(c ListedChild) error {
+		placed.set(&c.Header)
+		return fn(c)
+	}, "list the children of a session", `SELECT `+childColumns+` FROM sessions s `+listedCheckpoint+`
 		WHERE s.parent_session = ? AND s.origin = 'subagent'
 		ORDER BY s.created_at, s.id`, parent)
 }
+
+// place is the parent and origin of a parent's subagent children: the
+// WHERE clause fixes both, so childColumns does not read them from each
+// row (every text column read costs the driver a string per row).
+type place struct{ parent, origin *string }
+
+func childPlace(parent string) place {
+	origin := session.OriginSubagent
+	return place{parent: &parent, origin: &origin}
+}
+
+func (p place) set(h *session.Header) { h.ParentSession, h.Origin = p.parent, p.origin }
 
 // ChildListingCold is ChildListing that also reads, in the same statement,
 // the log of every child without a checkpoint record, and of every seeded
@@ -51,7 +67,7 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 	// listing's other rows stay within the covering index. Ordering by the children alone keeps
 	// their index order without a sorter; each child's events are put in
 	// seq order below.
-	rows, err := s.Querier().QueryContext(ctx, `SELECT `+listedColumns+`,
+	rows, err := s.Querier().QueryContext(ctx, `SELECT `+childColumns+`,
 		CASE WHEN c.rows IS NULL OR s.seed_length IS NOT NULL THEN s.read_failure END,
 		CASE WHEN c.rows IS NULL OR s.seed_length IS NOT NULL THEN s.registry_fold END,
 		CASE WHEN c.rows IS NULL OR s.seed_length IS NOT NULL THEN s.verified = 1 AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id) ELSE 0 END,
@@ -73,6 +89,7 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 		ev       joinedEvent
 		shared   sharedStrings
 		ints     sharedInts
+		placed   = childPlace(parent)
 		// The child whose rows are being read, a value reused from child
 		// to child (a pointer per child was one allocation per row).
 		child   ListedChild
@@ -98,9 +115,8 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 			}
 			h := r.h
 			h.Cwd = shared.get(r.cwd)
-			h.ParentSession = shared.get(r.parent)
+			placed.set(&h)
 			h.SeedLength = ints.get(r.seedLen)
-			h.Origin = shared.get(r.origin)
 			h.DelegationDepth = ints.get(r.depth)
 			h.AgentPreset = shared.get(r.preset)
 			child, reading = ListedChild{Header: h, HasChildren: hasChildren}, true
@@ -164,6 +180,12 @@ func (s *Store) SubtreeListing(ctx context.Context, root string, fn func(ListedC
 const (
 	listedColumns = `s.id, s.version, s.created_at, s.cwd, s.parent_session,
 		s.seed_length, s.origin, s.delegation_depth, s.agent_preset,
+		EXISTS (SELECT 1 FROM sessions g WHERE g.parent_session = s.id AND g.origin = 'subagent'),
+		c.rows`
+	// childColumns are listedColumns with NULL for the parent and origin,
+	// for listings of one parent's subagent children (see place).
+	childColumns = `s.id, s.version, s.created_at, s.cwd, NULL,
+		s.seed_length, NULL, s.delegation_depth, s.agent_preset,
 		EXISTS (SELECT 1 FROM sessions g WHERE g.parent_session = s.id AND g.origin = 'subagent'),
 		c.rows`
 	listedCheckpoint = `LEFT JOIN projection_checkpoints c ON c.session_id = s.id
