@@ -154,10 +154,15 @@ func sortTogether(recs []corpus.Record, stored []storedRecord) {
 // read.
 func (l *Lister) resolveFromStored(recs []corpus.Record, stored []storedRecord, cold []int, out []Resolution) []int {
 	var pending []int
-	for _, i := range cold {
-		if rows := stored[i].rows; rows != nil && !recs[i].Header.IsSeeded() {
-			if id := l.cachedIdentity(rows); id != nil {
-				out[i] = Resolution{Row: childRow(id, ActivityInactive), Rung: RungCache, Identity: id}
+	// The rows and identities served are cut from two slabs: one
+	// allocation each per listing instead of two per child.
+	rows := make([]Row, len(cold))
+	ids := make([]Identity, len(cold))
+	for k, i := range cold {
+		if rec := stored[i].rows; rec != nil && !recs[i].Header.IsSeeded() {
+			if id := l.cachedIdentity(rec, &ids[k]); id != nil {
+				rows[k] = *childRow(id, ActivityInactive)
+				out[i] = Resolution{Row: &rows[k], Rung: RungCache, Identity: id}
 				continue
 			}
 		}
@@ -170,15 +175,16 @@ func (l *Lister) resolveFromStored(recs []corpus.Record, stored []storedRecord, 
 // (ViewOf, then IdentityFromView), nil for a miss: a record that does not
 // decode, a row at another state version, no identity. A record in the
 // form dsh writes, holding an identity in the form the unit writes, is read
-// directly: the unit's View would render that identity and
-// IdentityFromView read it back unchanged.
-func (l *Lister) cachedIdentity(rows []byte) *Identity {
+// directly (into into, which it returns): the unit's View would render
+// that identity and IdentityFromView read it back unchanged.
+func (l *Lister) cachedIdentity(rows []byte, into *Identity) *Identity {
 	if u, state, ok := l.Units.SoleRowState(rows, UnitKey); ok {
 		if _, ours := u.(identityUnit); ok && ours {
 			if inner, found := bytes.CutPrefix(state, identityPrefix); found {
 				if view, found := bytes.CutSuffix(inner, []byte("}")); found {
 					if id, ok := canonicalIdentity(view); ok {
-						return &id
+						*into = id
+						return into
 					}
 				}
 			}

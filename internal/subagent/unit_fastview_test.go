@@ -86,7 +86,7 @@ func TestCachedIdentityAgreesWithViewOf(t *testing.T) {
 		`not json`,
 	}
 	for _, rec := range records {
-		got := l.cachedIdentity([]byte(rec))
+		got := l.cachedIdentity([]byte(rec), new(Identity))
 		var want *Identity
 		if view, err := l.Units.ViewOf([]byte(rec), UnitKey); err == nil {
 			want, _ = IdentityFromView(view)
