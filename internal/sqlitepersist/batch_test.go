@@ -1,6 +1,7 @@
 package sqlitepersist
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"reflect"
@@ -175,9 +176,19 @@ func TestChildListingColdMatchesListingThenBatch(t *testing.T) {
 	}
 	mustExec(t, st, `UPDATE events SET time = time + 1 WHERE session_id = 'changed' AND seq = 1`)
 	recordedHeader := childHeader("recorded", "p", 6, true)
-	if err := st.PutCheckpoint(ctx, backend.CheckpointRecord{Witness: recordedHeader, AsOfSeq: 3, Rows: []byte(`{}`)}); err != nil {
+	if err := st.PutCheckpoint(ctx, backend.CheckpointRecord{Witness: recordedHeader, AsOfSeq: 3, Rows: []byte(`{"served":1}`)}); err != nil {
 		t.Fatal(err)
 	}
+	// A record without the mark is one the caller cannot serve its child
+	// from: that child is read cold too.
+	unserved := childHeader("unserved", "p", 11, true)
+	if err := st.CreateSession(ctx, unserved, valid); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutCheckpoint(ctx, backend.CheckpointRecord{Witness: unserved, AsOfSeq: 3, Rows: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	const mark = `"served"`
 	// A seeded child is read cold even with a record: a listing never
 	// serves it from one.
 	seeded := childHeader("seeded", "p", 10, true)
@@ -193,12 +204,12 @@ func TestChildListingColdMatchesListingThenBatch(t *testing.T) {
 		if err := st.ChildListing(ctx, "p", func(c ListedChild) error { want = append(want, c); return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.ChildListingCold(ctx, "p", types, func(c ListedChild) error { got = append(got, c); return nil }); err != nil {
+		if err := st.ChildListingCold(ctx, "p", types, mark, func(c ListedChild) error { got = append(got, c); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		var ids []string
 		for _, c := range want {
-			if c.Checkpoint == nil || c.Header.IsSeeded() {
+			if c.Checkpoint == nil || c.Header.IsSeeded() || !bytes.Contains(c.Checkpoint, []byte(mark)) {
 				ids = append(ids, c.Header.ID)
 			}
 		}
@@ -218,14 +229,14 @@ func TestChildListingColdMatchesListingThenBatch(t *testing.T) {
 			}
 			id := w.Header.ID
 			var wantCold *backend.ListedColdRead
-			readCold := w.Checkpoint == nil || w.Header.IsSeeded()
+			readCold := w.Checkpoint == nil || w.Header.IsSeeded() || !bytes.Contains(w.Checkpoint, []byte(mark))
 			if v, ok := recorded[id]; ok && readCold {
 				wantCold = &backend.ListedColdRead{Verdict: &v}
 			} else if in, ok := logs[id]; ok && readCold {
 				wantCold = &backend.ListedColdRead{Log: in}
 			}
 			switch kind := describeCold(cold); {
-			case id == "plain" || id == "bare" || id == "seeded":
+			case id == "plain" || id == "bare" || id == "seeded" || id == "unserved":
 				if cold == nil || cold.Log == nil {
 					t.Errorf("%v: %s: cold read %s, want its log", types, id, kind)
 				}

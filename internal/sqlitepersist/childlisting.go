@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
@@ -43,15 +44,17 @@ func childPlace(parent string) place {
 func (p place) set(h *session.Header) { h.ParentSession, h.Origin = p.parent, p.origin }
 
 // ChildListingCold is ChildListing that also reads, in the same statement,
-// the log of every child without a checkpoint record, and of every seeded
-// child, as InspectColdBatch would for that child (ListedChild.Cold): its
+// the log of every child without a checkpoint record, of every seeded
+// child, and of every child whose record text does not contain mark (a
+// record the caller cannot serve the child from; "" = none such), as
+// InspectColdBatch would for that child (ListedChild.Cold): its
 // recorded verdict, or the events of the given types of its verified,
 // untorn log. A cold listing thus reads its children and their descriptors
 // in one pass over the parent's range, as the records' absence makes every
 // child a cold read; a warm one reads its seeded children's too, which a
 // listing never serves from a record, instead of looking them up again in
 // a second query.
-func (s *Store) ChildListingCold(ctx context.Context, parent string, types []string, fn func(ListedChild) error) error {
+func (s *Store) ChildListingCold(ctx context.Context, parent string, types []string, mark string, fn func(ListedChild) error) error {
 	const what = "list the children of a session"
 	if len(types) == 0 {
 		return fmt.Errorf("%s: no event types given", what)
@@ -62,20 +65,21 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 		}
 	}
 	filter, typeArgs := joinedTypeFilter(types)
+	cold := `(c.rows IS NULL OR s.seed_length IS NOT NULL OR instr(c.rows, ?` + strconv.Itoa(len(typeArgs)+2) + `) = 0)`
 	// The cold columns are read, and the events sought, only for a child
-	// without a record or with a seed (a NULL key seeks nothing), so a warm
-	// listing's other rows stay within the covering index. Ordering by the children alone keeps
+	// without a usable record or with a seed (a NULL key seeks nothing), so
+	// a warm listing's other rows stay within the covering index. Ordering by the children alone keeps
 	// their index order without a sorter; each child's events are put in
 	// seq order below.
 	rows, err := s.Querier().QueryContext(ctx, `SELECT `+childColumns+`,
-		CASE WHEN c.rows IS NULL OR s.seed_length IS NOT NULL THEN s.read_failure END,
-		CASE WHEN c.rows IS NULL OR s.seed_length IS NOT NULL THEN s.registry_fold END,
-		CASE WHEN c.rows IS NULL OR s.seed_length IS NOT NULL THEN s.verified = 1 AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id) ELSE 0 END,
+		CASE WHEN `+cold+` THEN s.read_failure END,
+		CASE WHEN `+cold+` THEN s.registry_fold END,
+		CASE WHEN `+cold+` THEN s.verified = 1 AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id) ELSE 0 END,
 		`+joinedEventColumns+` FROM sessions s `+listedCheckpoint+`
-		LEFT JOIN events e ON e.session_id = CASE WHEN (c.rows IS NULL OR s.seed_length IS NOT NULL) AND s.read_failure IS NULL
+		LEFT JOIN events e ON e.session_id = CASE WHEN `+cold+` AND s.read_failure IS NULL
 			AND s.registry_fold IS NULL AND s.verified = 1 THEN s.id END AND `+filter+`
 		WHERE s.parent_session = ?1 AND s.origin = 'subagent'
-		ORDER BY s.created_at, s.id`, append([]any{parent}, typeArgs...)...)
+		ORDER BY s.created_at, s.id`, append(append([]any{parent}, typeArgs...), mark)...)
 	if err != nil {
 		return s.storeError(err, what)
 	}

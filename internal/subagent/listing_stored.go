@@ -19,11 +19,20 @@ type ChildListingSource interface {
 
 // ColdChildListingSource is a ChildListingSource that reads, in the same
 // statement, what a batch cold read (ColdBatchReader) gives for every child
-// without a checkpoint record: a cold listing's children and their
+// without a checkpoint record, every seeded child and every child whose
+// record does not contain mark: a cold listing's children and their
 // descriptors in one pass (sqlitepersist.Store).
 type ColdChildListingSource interface {
-	ChildListingCold(ctx context.Context, parent string, types []string, fn func(backend.ListedChild) error) error
+	ChildListingCold(ctx context.Context, parent string, types []string, mark string, fn func(backend.ListedChild) error) error
 }
+
+// servedMark is text a record the listing serves a child from holds in
+// the form dsh writes: an identity object (cachedIdentity). A child whose
+// record lacks it (no identity, a malformed descriptor) is left to a cold
+// read, which the listing source then makes with the header instead of a
+// second query; should the record serve the child all the same (another
+// form of the same identity), that read goes unused.
+const servedMark = `{"identity":{`
 
 // SubtreeListingSource is ChildListingSource for a whole tree: every
 // session below root, of any origin, with its hasChildren and its
@@ -97,7 +106,7 @@ func listStored(ctx context.Context, src ChildListingSource, parent string, type
 	}
 	var err error
 	if cold, ok := src.(ColdChildListingSource); ok && types != nil {
-		err = cold.ChildListingCold(ctx, parent, types, add)
+		err = cold.ChildListingCold(ctx, parent, types, servedMark, add)
 	} else {
 		err = src.ChildListing(ctx, parent, add)
 	}
