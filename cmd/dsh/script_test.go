@@ -131,7 +131,17 @@ func scriptParams(t *testing.T, backend func(env *testscript.Env) error) testscr
 	if statErr != nil {
 		noteFixtureScripts(t)
 	}
+	// testscript removes its default work root only once every script of
+	// the run has ended, so a run filtered to some scripts (-run
+	// 'TestScripts/name') would leave it in $TMPDIR: the root is this
+	// test's own, removed when the test and its scripts have ended.
+	root, err := os.MkdirTemp("", "dsh-scripts-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
 	return testscript.Params{
+		WorkdirRoot:         root,
 		Dir:                 filepath.Join("testdata", "script"),
 		UpdateScripts:       *update && backend == nil,
 		RequireExplicitExec: true,
