@@ -19,25 +19,33 @@
 ALTER TABLE sessions ADD COLUMN read_failure text;
 ALTER TABLE sessions ADD COLUMN registry_fold text;
 
+-- The triggers run their UPDATE through EXECUTE, planned afresh each time:
+-- PL/pgSQL keeps a static statement's plan for the connection's life, and
+-- one planned while sessions was nearly empty (the start of an import into
+-- a new store) scans all of sessions for every statement ever after, which
+-- made an import quadratic in the sessions it had already written.
+
 CREATE OR REPLACE FUNCTION dsh_unverify_new_rows() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE sessions SET verified = false, read_failure = NULL, registry_fold = NULL
-     WHERE (verified OR read_failure IS NOT NULL OR registry_fold IS NOT NULL) AND id IN (SELECT session_id FROM new_rows);
+    EXECUTE 'UPDATE sessions SET verified = false, read_failure = NULL, registry_fold = NULL
+              WHERE id = ANY ($1) AND (verified OR read_failure IS NOT NULL OR registry_fold IS NOT NULL)'
+      USING ARRAY(SELECT DISTINCT session_id FROM new_rows);
     RETURN NULL;
 END $$;
 
 CREATE OR REPLACE FUNCTION dsh_unverify_old_rows() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE sessions SET verified = false, read_failure = NULL, registry_fold = NULL
-     WHERE (verified OR read_failure IS NOT NULL OR registry_fold IS NOT NULL) AND id IN (SELECT session_id FROM old_rows);
+    EXECUTE 'UPDATE sessions SET verified = false, read_failure = NULL, registry_fold = NULL
+              WHERE id = ANY ($1) AND (verified OR read_failure IS NOT NULL OR registry_fold IS NOT NULL)'
+      USING ARRAY(SELECT DISTINCT session_id FROM old_rows);
     RETURN NULL;
 END $$;
 
 CREATE OR REPLACE FUNCTION dsh_unverify_changed_rows() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE sessions SET verified = false, read_failure = NULL, registry_fold = NULL
-     WHERE (verified OR read_failure IS NOT NULL OR registry_fold IS NOT NULL)
-       AND (id IN (SELECT session_id FROM old_rows) OR id IN (SELECT session_id FROM new_rows));
+    EXECUTE 'UPDATE sessions SET verified = false, read_failure = NULL, registry_fold = NULL
+              WHERE id = ANY ($1) AND (verified OR read_failure IS NOT NULL OR registry_fold IS NOT NULL)'
+      USING ARRAY(SELECT session_id FROM old_rows UNION SELECT session_id FROM new_rows);
     RETURN NULL;
 END $$;
 
