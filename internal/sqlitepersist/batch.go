@@ -87,7 +87,7 @@ func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, v
 		fold    []byte
 		ev      joinedEvent
 		last    *Inspection
-		shared  sharedStrings
+		shared  interned[string]
 	)
 	targets := append(append(h.targets(), &failure, &fold), ev.targets()...)
 	for rows.Next() {
@@ -105,12 +105,12 @@ func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, v
 		}
 		if last == nil || last.Header.ID != id {
 			hdr := h.h
-			hdr.Cwd = shared.get(h.cwd)
-			hdr.ParentSession = shared.get(h.parent)
+			hdr.Cwd = shared.get(h.cwd.String, h.cwd.Valid)
+			hdr.ParentSession = shared.get(h.parent.String, h.parent.Valid)
 			hdr.SeedLength = optInt(h.seedLen)
-			hdr.Origin = shared.get(h.origin)
+			hdr.Origin = shared.get(h.origin.String, h.origin.Valid)
 			hdr.DelegationDepth = optInt(h.depth)
-			hdr.AgentPreset = shared.get(h.preset)
+			hdr.AgentPreset = shared.get(h.preset.String, h.preset.Valid)
 			last = &Inspection{Header: hdr, Events: []session.Event{}, Closers: []session.Event{}, Verified: true}
 			out[id] = last
 		}

@@ -91,8 +91,8 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 		fold     []byte
 		readable bool
 		ev       joinedEvent
-		shared   sharedStrings
-		ints     sharedInts
+		shared   interned[string]
+		ints     interned[int64]
 		placed   = childPlace(parent)
 		// The child whose rows are being read, a value reused from child
 		// to child (a pointer per child was one allocation per row).
@@ -118,11 +118,11 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 				}
 			}
 			h := r.h
-			h.Cwd = shared.get(r.cwd)
+			h.Cwd = shared.get(r.cwd.String, r.cwd.Valid)
 			placed.set(&h)
-			h.SeedLength = ints.get(r.seedLen)
-			h.DelegationDepth = ints.get(r.depth)
-			h.AgentPreset = shared.get(r.preset)
+			h.SeedLength = ints.get(r.seedLen.Int64, r.seedLen.Valid)
+			h.DelegationDepth = ints.get(r.depth.Int64, r.depth.Valid)
+			h.AgentPreset = shared.get(r.preset.String, r.preset.Valid)
 			child, reading = ListedChild{Header: h, HasChildren: hasChildren}, true
 			if cp != nil {
 				child.Checkpoint = append([]byte(nil), cp...)
@@ -208,8 +208,8 @@ func (s *Store) eachListed(ctx context.Context, fn func(ListedChild) error, what
 	var (
 		r      headerRow
 		cp     sql.RawBytes
-		shared sharedStrings
-		ints   sharedInts
+		shared interned[string]
+		ints   interned[int64]
 		child  ListedChild
 	)
 	targets := append(r.targets(), &child.HasChildren, &cp)
@@ -218,12 +218,12 @@ func (s *Store) eachListed(ctx context.Context, fn func(ListedChild) error, what
 			return s.storeError(err, what)
 		}
 		h := r.h
-		h.Cwd = shared.get(r.cwd)
-		h.ParentSession = shared.get(r.parent)
-		h.SeedLength = ints.get(r.seedLen)
-		h.Origin = shared.get(r.origin)
-		h.DelegationDepth = ints.get(r.depth)
-		h.AgentPreset = shared.get(r.preset)
+		h.Cwd = shared.get(r.cwd.String, r.cwd.Valid)
+		h.ParentSession = shared.get(r.parent.String, r.parent.Valid)
+		h.SeedLength = ints.get(r.seedLen.Int64, r.seedLen.Valid)
+		h.Origin = shared.get(r.origin.String, r.origin.Valid)
+		h.DelegationDepth = ints.get(r.depth.Int64, r.depth.Valid)
+		h.AgentPreset = shared.get(r.preset.String, r.preset.Valid)
 		child.Header = h
 		child.Checkpoint = nil
 		if cp != nil {
@@ -239,50 +239,27 @@ func (s *Store) eachListed(ctx context.Context, fn func(ListedChild) error, what
 	return nil
 }
 
-// sharedStrings hands out one pointer per distinct value: one parent's
-// children mostly share their parent, origin, cwd and preset, and a header's
-// fields are never written through.
-type sharedStrings map[string]*string
+// interned hands out one pointer per distinct value of a header's optional
+// fields: one parent's children mostly share their parent, origin, cwd,
+// preset and delegation depth (and seed lengths repeat), and a header's
+// fields are never written through. At most 64 values are kept.
+type interned[T comparable] map[T]*T
 
-func (m *sharedStrings) get(v sql.NullString) *string {
-	if !v.Valid {
+func (m *interned[T]) get(v T, valid bool) *T {
+	if !valid {
 		return nil
 	}
 	if *m == nil {
-		*m = sharedStrings{}
+		*m = interned[T]{}
 	}
-	if p, ok := (*m)[v.String]; ok {
+	if p, ok := (*m)[v]; ok {
 		return p
 	}
-	// A copy of the text, not &v.String: taking the parameter's address
-	// would move it to the heap on every call, hits included.
-	s := v.String
-	if len(*m) >= 64 {
-		return &s
+	// A copy, not &v: taking the parameter's address would move it to the
+	// heap on every call, hits included.
+	c := v
+	if len(*m) < 64 {
+		(*m)[c] = &c
 	}
-	(*m)[s] = &s
-	return &s
-}
-
-// sharedInts is sharedStrings for a header's optional numbers: siblings
-// mostly share their delegation depth (and seed lengths repeat), so a
-// pointer per distinct value instead of one allocation per child.
-type sharedInts map[int64]*int64
-
-func (m *sharedInts) get(v sql.NullInt64) *int64 {
-	if !v.Valid {
-		return nil
-	}
-	if *m == nil {
-		*m = sharedInts{}
-	}
-	if p, ok := (*m)[v.Int64]; ok {
-		return p
-	}
-	n := v.Int64
-	if len(*m) >= 64 {
-		return &n
-	}
-	(*m)[n] = &n
-	return &n
+	return &c
 }
