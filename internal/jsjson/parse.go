@@ -519,7 +519,7 @@ func appendCanonicalAt(dst, b []byte, i int) ([]byte, int) {
 			dst, i = appendCanonicalAt(dst, b, i)
 		}
 	case c == '"':
-		end := stringEnd(b, i)
+		end := StringEnd(b, i)
 		return appendCanonicalString(dst, b[i:end]), end
 	case c == 't':
 		return append(dst, "true"...), i + 4
@@ -533,18 +533,6 @@ func appendCanonicalAt(dst, b []byte, i int) ([]byte, int) {
 			end++
 		}
 		return append(dst, canonicalNumber(b[i:end])...), end
-	}
-}
-
-// stringEnd returns the offset just past the valid string literal at b[i].
-func stringEnd(b []byte, i int) int {
-	for i++; ; i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
 	}
 }
 

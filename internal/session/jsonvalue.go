@@ -83,58 +83,6 @@ func (o object) hasExactKeys(keys ...string) bool {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && isSpace(b[i]) {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string literal starting at b[i].
-func skipString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// skipValue returns the index just past the value starting at b[i].
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return len(b)
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
-	default:
-		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && !isSpace(b[i]) {
-			i++
-		}
-		return i
-	}
-}
-
 func trimJSON(raw []byte) []byte {
 	return bytes.TrimFunc(raw, func(r rune) bool { return r < 0x80 && isSpace(byte(r)) })
 }
@@ -147,7 +95,7 @@ func parseObject(raw []byte) (object, bool) {
 		return nil, false
 	}
 	var o object
-	i := skipSpace(raw, 1)
+	i := jsjson.SkipSpace(raw, 1)
 	if i < len(raw) && raw[i] == '}' {
 		return object{}, true
 	}
@@ -155,19 +103,19 @@ func parseObject(raw []byte) (object, bool) {
 		if raw[i] != '"' {
 			return nil, false
 		}
-		end := skipString(raw, i)
+		end := jsjson.StringEnd(raw, i)
 		key, ok := parseString(raw[i:end])
 		if !ok {
 			return nil, false
 		}
-		i = skipSpace(raw, end)
+		i = jsjson.SkipSpace(raw, end)
 		if i >= len(raw) || raw[i] != ':' {
 			return nil, false
 		}
-		i = skipSpace(raw, i+1)
-		vend := skipValue(raw, i)
+		i = jsjson.SkipSpace(raw, i+1)
+		vend := jsjson.ValueEnd(raw, i)
 		o = append(o, member{key: key, val: raw[i:vend]})
-		i = skipSpace(raw, vend)
+		i = jsjson.SkipSpace(raw, vend)
 		if i >= len(raw) {
 			return nil, false
 		}
@@ -177,7 +125,7 @@ func parseObject(raw []byte) (object, bool) {
 		if raw[i] != ',' {
 			return nil, false
 		}
-		i = skipSpace(raw, i+1)
+		i = jsjson.SkipSpace(raw, i+1)
 	}
 	return nil, false
 }
@@ -190,14 +138,14 @@ func parseArray(raw []byte) ([][]byte, bool) {
 		return nil, false
 	}
 	elems := [][]byte{}
-	i := skipSpace(raw, 1)
+	i := jsjson.SkipSpace(raw, 1)
 	if i < len(raw) && raw[i] == ']' {
 		return elems, true
 	}
 	for i < len(raw) {
-		end := skipValue(raw, i)
+		end := jsjson.ValueEnd(raw, i)
 		elems = append(elems, raw[i:end])
-		i = skipSpace(raw, end)
+		i = jsjson.SkipSpace(raw, end)
 		if i >= len(raw) {
 			return nil, false
 		}
@@ -207,7 +155,7 @@ func parseArray(raw []byte) ([][]byte, bool) {
 		if raw[i] != ',' {
 			return nil, false
 		}
-		i = skipSpace(raw, i+1)
+		i = jsjson.SkipSpace(raw, i+1)
 	}
 	return nil, false
 }
@@ -342,7 +290,7 @@ func compactJSON(raw []byte) ([]byte, error) {
 	for i := 0; i < len(raw); i++ {
 		switch c := raw[i]; {
 		case c == '"':
-			i = skipString(raw, i) - 1
+			i = jsjson.StringEnd(raw, i) - 1
 		case isSpace(c):
 			return jsjson.Compact(raw)
 		}

@@ -36,26 +36,26 @@ func decodeObject(raw json.RawMessage, buf []member) (obj object, ok bool) {
 	if kindOf(raw) != kindObject {
 		return object{}, false
 	}
-	i := skipSpace(raw, 0) + 1 // past '{'
+	i := jsjson.SkipSpace(raw, 0) + 1 // past '{'
 	obj.members = buf
 	for {
-		i = skipSpace(raw, i)
+		i = jsjson.SkipSpace(raw, i)
 		switch raw[i] {
 		case '}':
 			return obj, true
 		case ',':
-			i = skipSpace(raw, i+1)
+			i = jsjson.SkipSpace(raw, i+1)
 		}
-		end := stringEnd(raw, i)
+		end := jsjson.StringEnd(raw, i)
 		key, ok := knownKey(raw[i+1 : end-1])
 		if !ok {
 			if key, ok = stringValue(raw[i:end]); !ok {
 				return object{}, false
 			}
 		}
-		i = skipSpace(raw, end) + 1 // past ':'
-		i = skipSpace(raw, i)
-		end = valueEnd(raw, i)
+		i = jsjson.SkipSpace(raw, end) + 1 // past ':'
+		i = jsjson.SkipSpace(raw, i)
+		end = jsjson.ValueEnd(raw, i)
 		// A repeated key keeps its first position and takes the last
 		// value, as JSON.parse does.
 		if k := obj.index(key); k >= 0 {
@@ -130,65 +130,3 @@ func (o object) firstUnknown(allowed map[string]bool) (string, bool) {
 	return "", false
 }
 
-// skipSpace returns the index of the first non-whitespace byte at or after i.
-func skipSpace(raw []byte, i int) int {
-	for i < len(raw) {
-		switch raw[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// stringEnd returns the index just past the string starting at raw[i] (a
-// quote) in valid JSON text.
-func stringEnd(raw []byte, i int) int {
-	for i++; i < len(raw); i++ {
-		switch raw[i] {
-		case '\\':
-			i++ // the escaped byte cannot end the string
-		case '"':
-			return i + 1
-		}
-	}
-	return i
-}
-
-// valueEnd returns the index just past the value starting at raw[i] in
-// valid JSON text.
-func valueEnd(raw []byte, i int) int {
-	switch raw[i] {
-	case '"':
-		return stringEnd(raw, i)
-	case '{', '[':
-		depth := 0
-		for i < len(raw) {
-			switch raw[i] {
-			case '"':
-				i = stringEnd(raw, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	}
-	// A number or literal runs to the next delimiter.
-	for i < len(raw) {
-		switch raw[i] {
-		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return i
-		}
-		i++
-	}
-	return i
-}
