@@ -20,12 +20,7 @@ func scanCanonicalDescriptor(raw []byte) (mode Mode, label []byte, ok bool) {
 	if rest, found = bytes.CutPrefix(rest, []byte(`,"mode":"`)); !found {
 		return "", nil, false
 	}
-	switch {
-	case bytes.HasPrefix(rest, []byte(`continuable"`)):
-		mode, rest = ModeContinuable, rest[len(`continuable"`):]
-	case bytes.HasPrefix(rest, []byte(`one-shot"`)):
-		mode, rest = ModeOneShot, rest[len(`one-shot"`):]
-	default:
+	if mode, rest, found = cutMode(rest); !found {
 		return "", nil, false
 	}
 	if _, rest, found = plainMember(rest, `,"provider":"`); !found {

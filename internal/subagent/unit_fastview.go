@@ -34,21 +34,14 @@ func scanCanonicalIdentity(raw []byte) (mode Mode, label []byte, seq int64, ok b
 	if !found {
 		return "", nil, 0, false
 	}
-	switch {
-	case bytes.HasPrefix(rest, []byte(`continuable"`)):
-		mode, rest = ModeContinuable, rest[len(`continuable"`):]
-	case bytes.HasPrefix(rest, []byte(`one-shot"`)):
-		mode, rest = ModeOneShot, rest[len(`one-shot"`):]
-	default:
+	mode, rest, found = cutMode(rest)
+	if !found {
 		return "", nil, 0, false
 	}
-	if after, found := bytes.CutPrefix(rest, []byte(`,"label":"`)); found {
-		end := bytes.IndexByte(after, '"')
-		if end < 0 || bytes.IndexByte(after[:end], '\\') >= 0 || !plainText(after[:end]) {
-			return "", nil, 0, false
-		}
-		label, rest = after[:end:end], after[end+1:]
-	} else if mode == ModeContinuable {
+	// An invalid label leaves rest at `,"label"`, which the seq below
+	// refuses.
+	label, rest, found = plainMember(rest, `,"label":"`)
+	if !found && mode == ModeContinuable {
 		return "", nil, 0, false
 	}
 	digits, found := bytes.CutPrefix(rest, []byte(`,"seq":`))
@@ -69,6 +62,17 @@ func scanCanonicalIdentity(raw []byte) (mode Mode, label []byte, seq int64, ok b
 		return "", nil, 0, false
 	}
 	return mode, label, seq, true
+}
+
+// cutMode reads a mode's name and its closing quote at the start of rest.
+func cutMode(rest []byte) (Mode, []byte, bool) {
+	switch {
+	case bytes.HasPrefix(rest, []byte(`continuable"`)):
+		return ModeContinuable, rest[len(`continuable"`):], true
+	case bytes.HasPrefix(rest, []byte(`one-shot"`)):
+		return ModeOneShot, rest[len(`one-shot"`):], true
+	}
+	return "", rest, false
 }
 
 // plainText reports whether s is printable ASCII. Anything else (control
