@@ -87,7 +87,7 @@ func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, v
 		fold    []byte
 		ev      joinedEvent
 		last    *Inspection
-		shared  interned[string]
+		headers sharedHeaders
 	)
 	targets := append(append(h.targets(), &failure, &fold), ev.targets()...)
 	for rows.Next() {
@@ -104,14 +104,7 @@ func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, v
 			continue
 		}
 		if last == nil || last.Header.ID != id {
-			hdr := h.h
-			hdr.Cwd = shared.get(h.cwd.String, h.cwd.Valid)
-			hdr.ParentSession = shared.get(h.parent.String, h.parent.Valid)
-			hdr.SeedLength = optInt(h.seedLen)
-			hdr.Origin = shared.get(h.origin.String, h.origin.Valid)
-			hdr.DelegationDepth = optInt(h.depth)
-			hdr.AgentPreset = shared.get(h.preset.String, h.preset.Valid)
-			last = &Inspection{Header: hdr, Events: []session.Event{}, Closers: []session.Event{}, Verified: true}
+			last = &Inspection{Header: headers.header(&h), Events: []session.Event{}, Closers: []session.Event{}, Verified: true}
 			out[id] = last
 		}
 		r, present := ev.row()

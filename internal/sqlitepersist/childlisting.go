@@ -91,8 +91,7 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 		fold     []byte
 		readable bool
 		ev       joinedEvent
-		shared   interned[string]
-		ints     interned[int64]
+		headers  sharedHeaders
 		placed   = childPlace(parent)
 		// The child whose rows are being read, a value reused from child
 		// to child (a pointer per child was one allocation per row).
@@ -117,12 +116,8 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 					return err
 				}
 			}
-			h := r.h
-			h.Cwd = shared.get(r.cwd.String, r.cwd.Valid)
+			h := headers.header(&r)
 			placed.set(&h)
-			h.SeedLength = ints.get(r.seedLen.Int64, r.seedLen.Valid)
-			h.DelegationDepth = ints.get(r.depth.Int64, r.depth.Valid)
-			h.AgentPreset = shared.get(r.preset.String, r.preset.Valid)
 			child, reading = ListedChild{Header: h, HasChildren: hasChildren}, true
 			if cp != nil {
 				child.Checkpoint = append([]byte(nil), cp...)
@@ -206,25 +201,17 @@ func (s *Store) eachListed(ctx context.Context, fn func(ListedChild) error, what
 	}
 	defer rows.Close()
 	var (
-		r      headerRow
-		cp     sql.RawBytes
-		shared interned[string]
-		ints   interned[int64]
-		child  ListedChild
+		r       headerRow
+		cp      sql.RawBytes
+		headers sharedHeaders
+		child   ListedChild
 	)
 	targets := append(r.targets(), &child.HasChildren, &cp)
 	for rows.Next() {
 		if err := rows.Scan(targets...); err != nil {
 			return s.storeError(err, what)
 		}
-		h := r.h
-		h.Cwd = shared.get(r.cwd.String, r.cwd.Valid)
-		h.ParentSession = shared.get(r.parent.String, r.parent.Valid)
-		h.SeedLength = ints.get(r.seedLen.Int64, r.seedLen.Valid)
-		h.Origin = shared.get(r.origin.String, r.origin.Valid)
-		h.DelegationDepth = ints.get(r.depth.Int64, r.depth.Valid)
-		h.AgentPreset = shared.get(r.preset.String, r.preset.Valid)
-		child.Header = h
+		child.Header = headers.header(&r)
 		child.Checkpoint = nil
 		if cp != nil {
 			child.Checkpoint = append([]byte(nil), cp...)
@@ -237,6 +224,25 @@ func (s *Store) eachListed(ctx context.Context, fn func(ListedChild) error, what
 		return s.storeError(err, what)
 	}
 	return nil
+}
+
+// sharedHeaders builds headers from headerRow scans whose optional fields
+// point at one copy per distinct value (see interned): for the listings,
+// which read many siblings' headers at once.
+type sharedHeaders struct {
+	strs interned[string]
+	ints interned[int64]
+}
+
+func (sh *sharedHeaders) header(r *headerRow) session.Header {
+	h := r.h
+	h.Cwd = sh.strs.get(r.cwd.String, r.cwd.Valid)
+	h.ParentSession = sh.strs.get(r.parent.String, r.parent.Valid)
+	h.SeedLength = sh.ints.get(r.seedLen.Int64, r.seedLen.Valid)
+	h.Origin = sh.strs.get(r.origin.String, r.origin.Valid)
+	h.DelegationDepth = sh.ints.get(r.depth.Int64, r.depth.Valid)
+	h.AgentPreset = sh.strs.get(r.preset.String, r.preset.Valid)
+	return h
 }
 
 // interned hands out one pointer per distinct value of a header's optional
