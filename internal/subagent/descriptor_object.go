@@ -129,4 +129,3 @@ func (o object) firstUnknown(allowed map[string]bool) (string, bool) {
 	}
 	return "", false
 }
-
