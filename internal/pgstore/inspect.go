@@ -366,13 +366,19 @@ func (s *Store) ColdVerdicts(ctx context.Context, ids []string) (map[string]back
 		if err := rows.Scan(&id, &failure, &fold); err != nil {
 			return nil, s.storeError(err, "read recorded cold verdicts")
 		}
-		var v backend.ColdVerdict
+		var (
+			failureText string
+			foldText    []byte
+		)
 		if failure != nil {
-			v.ReadErr = storedlog.RecordedReadFailure(id, *failure)
-		} else {
-			v.RegistryFold = []byte(*fold)
+			failureText = *failure
 		}
-		out[id] = v
+		if fold != nil {
+			foldText = []byte(*fold)
+		}
+		if v := storedlog.RecordedVerdict(id, failureText, failure != nil, foldText); v != nil {
+			out[id] = *v
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.storeError(err, "read recorded cold verdicts")

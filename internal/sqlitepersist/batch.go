@@ -95,12 +95,8 @@ func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, v
 			return nil, nil, s.storeError(err, "inspect verified logs")
 		}
 		id := h.h.ID
-		switch {
-		case failure.Valid:
-			recorded[id] = backend.ColdVerdict{ReadErr: storedlog.RecordedReadFailure(id, failure.String)}
-			continue
-		case fold != nil:
-			recorded[id] = backend.ColdVerdict{RegistryFold: fold}
+		if v := storedlog.RecordedVerdict(id, failure.String, failure.Valid, fold); v != nil {
+			recorded[id] = *v
 			continue
 		}
 		if last == nil || last.Header.ID != id {
@@ -192,13 +188,9 @@ func (s *Store) ColdVerdicts(ctx context.Context, ids []string) (map[string]back
 		if err := rows.Scan(&id, &failure, &fold); err != nil {
 			return nil, s.storeError(err, "read recorded cold verdicts")
 		}
-		var v backend.ColdVerdict
-		if failure.Valid {
-			v.ReadErr = storedlog.RecordedReadFailure(id, failure.String)
-		} else {
-			v.RegistryFold = fold
+		if v := storedlog.RecordedVerdict(id, failure.String, failure.Valid, fold); v != nil {
+			out[id] = *v
 		}
-		out[id] = v
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.storeError(err, "read recorded cold verdicts")

@@ -122,11 +122,9 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 			if cp != nil {
 				child.Checkpoint = append([]byte(nil), cp...)
 			}
-			switch {
-			case failure.Valid:
-				child.Cold = &backend.ListedColdRead{Verdict: &backend.ColdVerdict{ReadErr: storedlog.RecordedReadFailure(h.ID, failure.String)}}
-			case fold != nil:
-				child.Cold = &backend.ListedColdRead{Verdict: &backend.ColdVerdict{RegistryFold: fold}}
+			switch v := storedlog.RecordedVerdict(h.ID, failure.String, failure.Valid, fold); {
+			case v != nil:
+				child.Cold = &backend.ListedColdRead{Verdict: v}
 			case readable:
 				child.Cold = &backend.ListedColdRead{Log: &Inspection{Header: h, Events: []session.Event{}, Closers: []session.Event{}, Verified: true}}
 			}

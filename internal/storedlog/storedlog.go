@@ -408,6 +408,19 @@ func RecordedReadFailure(id, reason string) error {
 	return &dsherr.Error{Code: dsherr.InvalidLog, Msg: reason, Err: errors.New(reason)}
 }
 
+// RecordedVerdict is what a store recorded beside session id's log about a
+// cold read of it: the read failure when failed, else the registry fold;
+// nil when it recorded neither (the log must be read to know).
+func RecordedVerdict(id, failure string, failed bool, fold []byte) *backend.ColdVerdict {
+	switch {
+	case failed:
+		return &backend.ColdVerdict{ReadErr: RecordedReadFailure(id, failure)}
+	case fold != nil:
+		return &backend.ColdVerdict{RegistryFold: fold}
+	}
+	return nil
+}
+
 // FailedValidation wraps a stored log's validation failure.
 func FailedValidation(id string, err error) error {
 	return fmt.Errorf("stored session %q failed validation: %w", id, err)
