@@ -5,12 +5,18 @@ import "encoding/json"
 // Fork builds an ordinary fork of a parent with the given header and
 // stored events (storage-formats §1.6): the seed is the parent's prefix up to
 // its last turn/end, then a session/end-seed; seedLength is the number of
-// copied events.
+// copied events. The child is in the parent's format: a later format's
+// child is seeded (isSeeded) and its marker is the tagged one
+// (data.inherited true) whose seq is the cut; format 0 writes it untagged.
 func Fork(parent Header, events []Event, id string, nowMillis int64) (Header, []Event) {
 	prefix := ForkPrefix(events)
 	seedLength := int64(len(prefix))
+	version, marker := int64(FormatVersion), json.RawMessage(`{}`)
+	if IsLaterFormat(parent.Version) {
+		version, marker = parent.Version, json.RawMessage(`{"inherited":true}`)
+	}
 	child := Header{
-		Version:       FormatVersion,
+		Version:       version,
 		ID:            id,
 		CreatedAt:     nowMillis,
 		Cwd:           parent.Cwd,
@@ -27,7 +33,7 @@ func Fork(parent Header, events []Event, id string, nowMillis int64) (Header, []
 		Type: TypeEndSeed,
 		Seq:  seedLength,
 		Time: nowMillis,
-		Data: json.RawMessage(`{}`),
+		Data: marker,
 	})
 	return child, seed
 }

@@ -35,3 +35,34 @@ func TestForkSeedsUpToLastTurnEnd(t *testing.T) {
 		t.Fatalf("empty fork: %+v %+v", empty, seed)
 	}
 }
+
+// A fork of a later-format session is in the parent's format, seeded, and
+// its cut is the seq of the tagged marker closing the inherited prefix: the
+// log validates under the later lineage rules, which refuse a seeded log
+// whose event at the cut is an untagged marker (what a format-0 fork
+// writes).
+func TestForkKeepsLaterFormat(t *testing.T) {
+	cwd := "/w"
+	for _, version := range []int64{2, 3, 4} {
+		parent := Header{Version: version, ID: "p", CreatedAt: 1, Cwd: &cwd}
+		log := []Event{
+			{Type: TypeTurnStart, Seq: 0, Time: 10, Data: json.RawMessage(`{"turn":1}`)},
+			{Type: TypeTurnEnd, Seq: 1, Time: 10, Data: json.RawMessage(`{"turn":1,"reason":{"kind":"completed"}}`)},
+		}
+		child, seed := Fork(parent, log, "c", 99)
+		if child.Version != version || !child.IsSeeded() || child.InheritedCut() != 2 {
+			t.Fatalf("v%d: child header %+v", version, child)
+		}
+		if err := ValidateLog(child, seed); err != nil {
+			t.Fatalf("v%d: fork does not validate: %v", version, err)
+		}
+		if cut, ok := LaterFormatCut(true, seed); !ok || cut != child.InheritedCut() {
+			t.Fatalf("v%d: the marker gives cut %d (%v), the header %d", version, cut, ok, child.InheritedCut())
+		}
+		untagged := append([]Event(nil), seed...)
+		untagged[2].Data = json.RawMessage(`{}`)
+		if err := ValidateLog(child, untagged); err == nil {
+			t.Fatalf("v%d: a seeded later log with an untagged marker at its cut validated", version)
+		}
+	}
+}

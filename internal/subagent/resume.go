@@ -65,7 +65,7 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (*TurnResult, 
 	spec := turnSpec{
 		messageID: rt.newID(),
 		text:      req.Message,
-		source:    relaySource(req.Parent),
+		sender:    req.Parent,
 		provider:  provider,
 		route:     r,
 		timeout:   cfg.Timeout,

@@ -221,7 +221,14 @@ func (rt *Runtime) planStart(ctx context.Context, req StartRequest) (*startPlan,
 		prefix = session.ForkPrefix(in.Events)
 	}
 
-	desc := Descriptor{Version: DescriptorVersion, Mode: req.Mode, Provider: descriptorProviderSpawn, Label: req.Label}
+	// The child is written in its parent's session format, as the DSH
+	// release that wrote the parent would write it.
+	version := int64(session.FormatVersion)
+	if session.IsLaterFormat(parent.Version) {
+		version = parent.Version
+	}
+	shapes := shapesFor(version)
+	desc := Descriptor{Version: shapes.descriptorVersion(), Mode: req.Mode, Provider: descriptorProviderSpawn, Label: req.Label}
 	if req.Fork {
 		desc.Provider = descriptorProviderFork
 	}
@@ -235,7 +242,7 @@ func (rt *Runtime) planStart(ctx context.Context, req StartRequest) (*startPlan,
 
 	origin := session.OriginSubagent
 	h := session.Header{
-		Version:         session.FormatVersion,
+		Version:         version,
 		ID:              id,
 		CreatedAt:       rt.now().UnixMilli(),
 		Cwd:             parent.Cwd,
@@ -248,26 +255,28 @@ func (rt *Runtime) planStart(ctx context.Context, req StartRequest) (*startPlan,
 		turn:      lastTurnNumber(prefix) + 1,
 		messageID: rt.newID(),
 		text:      req.Message,
-		source:    userSource,
 		provider:  provider,
 		route:     r,
 		timeout:   cfg.Timeout,
 		heartbeat: beat,
 	}}
 	// The creation seed, as DSH stages it: the inherited prefix and its
-	// end-seed marker, then for a continuable child the descriptor and the
-	// marker its Session constructor adds. A one-shot child's descriptor
-	// goes inside its first turn instead.
+	// end-seed marker (tagged in a later format, where its seq is the
+	// cut), then for a continuable child the descriptor and, in format 0,
+	// the marker its Session constructor adds. A one-shot child's
+	// descriptor goes inside its first turn instead.
 	seed := newSeed(rt.now().UnixMilli())
 	if len(prefix) > 0 {
 		cut := int64(len(prefix))
 		plan.header.SeedLength = &cut
 		seed.events = append(seed.events, prefix...)
-		seed.add(session.TypeEndSeed, endSeedData)
+		seed.add(session.TypeEndSeed, shapes.inheritedMarker())
 	}
 	if req.Mode == ModeContinuable {
 		seed.add(session.TypeDescriptor, descData)
-		seed.add(session.TypeEndSeed, endSeedData)
+		if shapes.constructorMarker() {
+			seed.add(session.TypeEndSeed, endSeedData)
+		}
 	} else {
 		plan.turn.descriptor = descData
 	}

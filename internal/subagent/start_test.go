@@ -469,7 +469,7 @@ func offlinePart(events []session.Event, from int) []session.Event {
 	for _, e := range events[from:] {
 		switch {
 		case !written[e.Type]:
-		case e.Type == session.TypeUserMessage && strings.Contains(string(e.Data), `"source":{"kind":"plugin"`):
+		case e.Type == session.TypeUserMessage && (strings.Contains(string(e.Data), `"source":{"kind":"plugin"`) || strings.Contains(string(e.Data), `"source":{"kind":"runtime-context"`)):
 		case e.Type == session.TypeInboxSpliced && inTurn && !strings.HasSuffix(string(e.Data), `"inserted":[]}`):
 		default:
 			out = append(out, e)

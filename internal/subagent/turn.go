@@ -43,6 +43,7 @@ type childWriter struct {
 	store  RuntimeStore
 	holder backend.LeaseHolder
 	header session.Header
+	shapes eventShapes
 	now    func() time.Time
 	newID  func() string
 
@@ -62,7 +63,7 @@ type childWriter struct {
 func (rt *Runtime) newChildWriter(holder backend.LeaseHolder, h session.Header, existing []session.Event) *childWriter {
 	reg := NewRegistry()
 	w := &childWriter{
-		store: rt.Store, holder: holder, header: h, now: rt.now, newID: rt.newID,
+		store: rt.Store, holder: holder, header: h, shapes: shapesFor(h.Version), now: rt.now, newID: rt.newID,
 		reg: reg, fold: reg.NewFold(), ckpt: checkpoint.NewCheckpointer(rt.Checkpoints),
 		next: int64(len(existing)),
 	}
@@ -70,12 +71,17 @@ func (rt *Runtime) newChildWriter(holder backend.LeaseHolder, h session.Header, 
 	return w
 }
 
-// add queues an event for the next batch.
+// add queues an event for the next batch, stamped with the clock.
 func (w *childWriter) add(typ string, data []byte) {
+	w.addAt(w.now().UnixMilli(), typ, data)
+}
+
+// addAt queues an event stamped time for the next batch.
+func (w *childWriter) addAt(time int64, typ string, data []byte) {
 	w.pending = append(w.pending, session.Event{
 		Type: typ,
 		Seq:  w.next + int64(len(w.pending)),
-		Time: w.now().UnixMilli(),
+		Time: time,
 		Data: json.RawMessage(data),
 	})
 }
@@ -83,8 +89,10 @@ func (w *childWriter) add(typ string, data []byte) {
 // addSurface queues a surface event appended to the model-visible surface.
 func (w *childWriter) addSurface(typ string, data []byte) {
 	w.add(typ, data)
-	w.pending[len(w.pending)-1].SurfaceOp = json.RawMessage(`"append"`)
+	w.pending[len(w.pending)-1].SurfaceOp = surfaceAppend
 }
+
+var surfaceAppend = json.RawMessage(`"append"`)
 
 // snapshot is what the holder publishes: the `subagent` view as of the last
 // folded event, or the failure of any unit (which lists the child corrupt).
@@ -204,8 +212,9 @@ type turnSpec struct {
 	turn      int64
 	messageID string
 	text      string
-	// source is the user message's source object.
-	source []byte
+	// sender is the session that relayed the message (a resume), "" for
+	// the caller's own prompt (a start).
+	sender string
 	// descriptor, when set, is written inside the turn right after the
 	// inbox claim (a one-shot child's first turn).
 	descriptor []byte
@@ -221,7 +230,7 @@ type turnSpec struct {
 // in the transaction that takes the lease, so everything up to the point
 // where the provider runs is durable before it runs.
 func (w *childWriter) openTurn(t turnSpec) {
-	msg := userMessageData(t.messageID, t.text, t.source)
+	msg := w.shapes.userMessage(t.messageID, t.text, t.sender)
 	w.add(session.TypeInboxSpliced, inboxEnqueueData(msg))
 	w.add(session.TypeTurnStart, turnData(t.turn))
 	w.add(session.TypeInboxSpliced, inboxClaimData)
@@ -247,7 +256,9 @@ func (w *childWriter) runTurn(ctx context.Context, t turnSpec) (TurnOutcome, err
 		return TurnOutcome{}, err
 	}
 	if out.Kind == OutcomeCompleted {
-		w.addSurface(session.TypeAssistantMsg, assistantMessageData(t.turn, 1, w.newID(), out.Reply, t.route))
+		now := w.now().UnixMilli()
+		w.addAt(now, session.TypeAssistantMsg, w.shapes.assistantMessage(t.turn, 1, w.newID(), out.Reply, t.route, now))
+		w.pending[len(w.pending)-1].SurfaceOp = surfaceAppend
 	}
 	w.add(session.TypeStepEnd, stepData(t.turn, 1))
 	w.add(session.TypeTurnEnd, turnEndData(t.turn, out))
