@@ -205,6 +205,7 @@ func cacheTargets(cmd *cobra.Command, args []string, all bool) ([]string, error)
 }
 
 func newCacheVerifyCmd(a *app) *cobra.Command {
+	var mode progressMode
 	cmd := &cobra.Command{
 		Use:   "verify [ID…|--all]",
 		Short: "Refold sessions from their logs and report records that disagree",
@@ -216,56 +217,93 @@ decode (poisoned), a gone session (orphan), an unreadable log; and every
 registry fold kept beside a log that differs from a refold of it
 (fold-mismatch). A record that merely lags the log is not a finding. Read-only.
 
+The findings go to stdout; one line on stderr says what was checked (records,
+events refolded, registry folds, the sessions in the database) and how many
+findings there were, or that there was nothing to check (an empty cache, as
+after cache clear: exit 0, nothing disagrees). A progress bar is drawn on
+stderr when it is a terminal.
+
 ` + exitStatusHelp(exitLine{1, "verified, and some record disagrees with its log"}),
 		Example: "  dsh cache verify --all\n  dsh cache verify 7cc39d3a-da07-4b5f-9b28-59bc4f2fe550 -o json",
 	}
+	cmd.Flags().BoolVar(&mode.force, "progress", false, "draw a progress bar even when stderr is not a terminal")
+	cmd.Flags().BoolVar(&mode.quiet, "quiet", false, "never draw a progress bar")
 	withCacheTargets(a, cmd, "verify every record", func(ctx context.Context, p *render.Printer, ids []string, _ bool) error {
-		return runCacheVerify(ctx, a, p, ids)
+		return runCacheVerify(ctx, a, p, ids, mode)
 	})
 	return cmd
 }
 
-func runCacheVerify(ctx context.Context, a *app, p *render.Printer, ids []string) (err error) {
+// cacheVerified is what one verify checked.
+type cacheVerified struct {
+	records  checkpoint.VerifyReport
+	folds    subagent.FoldReport
+	sessions int // in the database
+}
+
+func runCacheVerify(ctx context.Context, a *app, p *render.Printer, ids []string, mode progressMode) (err error) {
 	s, err := a.openStoreReadOnly(ctx)
 	if err != nil {
 		return err
 	}
 	defer closeStore(s, &err)
-	var rep checkpoint.VerifyReport
+	var v cacheVerified
+	// One bar for both passes: the records, then the registry folds
+	// kept beside their logs (each pass reads the same targets).
 	var step func(int)
 	finish := func() {}
+	progress := func(pass int) func(done, total int) {
+		return func(done, total int) {
+			if step == nil {
+				step, finish = a.progress(mode, "verify", 2*total)
+			}
+			step(pass*total + done)
+		}
+	}
 	err = s.View(ctx, func(view backend.Store) error {
 		cp := subagent.StoreCheckpoints(view)
 		if err := checkCacheIDs(ctx, view, cp.Cache, ids); err != nil {
 			return err
 		}
-		rep, err = cp.Cache.VerifyProgress(ctx, cp.Read, ids, func(done, total int) {
-			if step == nil {
-				step, finish = a.progress(progressMode{}, "verify", total)
-			}
-			step(done)
-		})
-		if err != nil {
+		if v.sessions, err = view.CountSessions(ctx, false); err != nil {
+			return err
+		}
+		if v.records, err = cp.Cache.VerifyProgress(ctx, cp.Read, ids, progress(0)); err != nil {
 			return cacheStoreError(err)
 		}
-		folds, err := cp.VerifyFolds(ctx, ids)
-		rep.Findings = append(rep.Findings, folds...)
+		v.folds, err = cp.VerifyFoldsProgress(ctx, ids, progress(1))
 		return cacheStoreError(err)
 	})
 	finish()
 	if err != nil {
 		return err
 	}
-	for _, id := range rep.NoRecord {
+	for _, id := range v.records.NoRecord {
 		a.warn(fmt.Sprintf("%s: no checkpoint record", id))
 	}
-	if err := printFindings(p, rep.Findings); err != nil {
+	findings := append(v.records.Findings, v.folds.Findings...)
+	if err := printFindings(p, findings); err != nil {
 		return err
 	}
-	if len(rep.Findings) > 0 {
-		return failedCheck("cache verify: %d finding(s) in %d record(s) checked", len(rep.Findings), rep.Checked)
+	if len(findings) > 0 {
+		return failedCheck("cache verify: %s", v.summary(len(findings)))
 	}
+	if v.records.Checked == 0 && v.folds.Checked == 0 {
+		what := fmt.Sprintf("the cache holds no record (the database holds %d session(s); dsh cache rebuild --all writes one for each)", v.sessions)
+		if ids != nil {
+			what = fmt.Sprintf("none of the %d session(s) named has a record (dsh cache rebuild ID… writes them)", len(ids))
+		}
+		fmt.Fprintf(a.stderr, "dsh: cache verify: nothing to check: %s\n", what)
+		return nil
+	}
+	fmt.Fprintf(a.stderr, "dsh: cache verify: %s\n", v.summary(0))
 	return nil
+}
+
+// summary says what a verify checked and how many findings it had.
+func (v cacheVerified) summary(findings int) string {
+	return fmt.Sprintf("%d finding(s) in %d record(s) checked (%d event(s) refolded, %d registry fold(s) checked; the database holds %d session(s))",
+		findings, v.records.Checked, v.records.Events, v.folds.Checked, v.sessions)
 }
 
 func newCacheRebuildCmd(a *app) *cobra.Command {
@@ -276,8 +314,10 @@ func newCacheRebuildCmd(a *app) *cobra.Command {
 		Long: `Refold each named session (--all: every session in the database) from its
 stored log and replace its checkpoint record. Each session is rewritten in one
 statement, so an interrupted rebuild leaves every record either old or new. A
-record whose session is gone or whose log cannot be read is removed. A progress
-bar is drawn on stderr when it is a terminal.
+record whose session is gone or whose log cannot be read is removed. One line
+on stderr says how many records were rewritten and removed, of how many
+sessions read, or that there was nothing to rebuild. A progress bar is drawn
+on stderr when it is a terminal.
 
 ` + exitStatusHelp(),
 		Example: "  dsh cache rebuild --all\n  dsh cache rebuild 7cc39d3a-da07-4b5f-9b28-59bc4f2fe550",
@@ -321,6 +361,10 @@ func runCacheRebuild(ctx context.Context, a *app, p *render.Printer, ids []strin
 	} else if err := checkCacheIDs(ctx, s, cp.Cache, ids); err != nil {
 		return err
 	}
+	if len(ids) == 0 {
+		fmt.Fprintln(a.stderr, "dsh: cache rebuild: nothing to rebuild: the database holds no session and the cache no record")
+		return nil
+	}
 	step, finish := a.progress(mode, "rebuild", len(ids))
 	rep, err := cp.Rebuild(ctx, ids, func(done, _ int) { step(done) })
 	finish()
@@ -330,7 +374,8 @@ func runCacheRebuild(ctx context.Context, a *app, p *render.Printer, ids []strin
 	if err := printFindings(p, append(rep.Removed, rep.UnitFailures...)); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "dsh: rebuilt %d record(s), removed %d\n", rep.Rewritten, len(rep.Removed))
+	fmt.Fprintf(a.stderr, "dsh: rebuilt %d record(s), removed %d (%d session(s) read, %d unit failure(s))\n",
+		rep.Rewritten, len(rep.Removed), len(ids), len(rep.UnitFailures))
 	return nil
 }
 

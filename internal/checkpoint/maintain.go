@@ -127,6 +127,9 @@ func (f Finding) String() string {
 type VerifyReport struct {
 	// Checked counts the records compared with their logs.
 	Checked int
+	// Events counts the events of the logs read to check them (a record
+	// whose log cannot be read adds none).
+	Events int
 	// NoRecord lists requested ids that have no record (nothing to check).
 	NoRecord []string
 	// Findings lists every disagreement, in id order.
@@ -161,11 +164,12 @@ func (c *Cache) VerifyProgress(ctx context.Context, read ReadFunc, ids []string,
 			rep.NoRecord = append(rep.NoRecord, id)
 			continue
 		}
-		findings, err := c.verifyRecord(ctx, read, r)
+		findings, events, err := c.verifyRecord(ctx, read, r)
 		if err != nil {
 			return rep, err
 		}
 		rep.Checked++
+		rep.Events += events
 		rep.Findings = append(rep.Findings, findings...)
 	}
 	if progress != nil {
@@ -174,33 +178,43 @@ func (c *Cache) VerifyProgress(ctx context.Context, read ReadFunc, ids []string,
 	return rep, nil
 }
 
-func (c *Cache) verifyRecord(ctx context.Context, read ReadFunc, r record) ([]Finding, error) {
-	finding := func(key string, kind FindingKind, format string, args ...any) []Finding {
-		return []Finding{{SessionID: r.id, Key: key, Kind: kind, Reason: fmt.Sprintf(format, args...)}}
-	}
+// verifyRecord checks one record against its log: the findings and the
+// number of events read.
+func (c *Cache) verifyRecord(ctx context.Context, read ReadFunc, r record) ([]Finding, int, error) {
 	h, events, err := read(ctx, r.id)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		}
+		kind, reason := KindUnreadable, fmt.Sprintf("log cannot be read: %v", err)
 		if errors.Is(err, ErrSessionGone) {
-			return finding("", KindOrphan, "%v", err), nil
+			kind, reason = KindOrphan, err.Error()
 		}
-		return finding("", KindUnreadable, "log cannot be read: %v", err), nil
+		return []Finding{{SessionID: r.id, Kind: kind, Reason: reason}}, 0, nil
+	}
+	findings := c.compareRecord(r, h, events)
+	return findings, len(events), nil
+}
+
+// compareRecord compares record r with a refold of its session's header h
+// and log.
+func (c *Cache) compareRecord(r record, h session.Header, events []session.Event) []Finding {
+	finding := func(key string, kind FindingKind, format string, args ...any) []Finding {
+		return []Finding{{SessionID: r.id, Key: key, Kind: kind, Reason: fmt.Sprintf(format, args...)}}
 	}
 	if field := r.foldedFrom.diff(foldedFromOf(h)); field != "" {
-		return finding("", KindForeign, "witness field %s differs from the stored header", field), nil
+		return finding("", KindForeign, "witness field %s differs from the stored header", field)
 	}
 	cp, err := decodeRows([]byte(r.rows))
 	if err != nil {
-		return finding("", KindPoisoned, "%v", err), nil
+		return finding("", KindPoisoned, "%v", err)
 	}
 	lastSeq := int64(-1)
 	if len(events) > 0 {
 		lastSeq = events[len(events)-1].Seq
 	}
 	if r.asOfSeq > lastSeq {
-		return finding("", KindAhead, "watermark %d is beyond the log's last seq %d", r.asOfSeq, lastSeq), nil
+		return finding("", KindAhead, "watermark %d is beyond the log's last seq %d", r.asOfSeq, lastSeq)
 	}
 	var out []Finding
 	// The seqs at which some usable row must be compared with a refold.
@@ -249,7 +263,7 @@ func (c *Cache) verifyRecord(ctx context.Context, read ReadFunc, r record) ([]Fi
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // failureOf describes key's failure in a fold error (failures are joined,

@@ -210,35 +210,58 @@ type Checkpoints struct {
 // trusts it as it would the log). It writes nothing; call it in the same
 // read snapshot as the store it was built on.
 func (c Checkpoints) VerifyFolds(ctx context.Context, ids []string) ([]checkpoint.Finding, error) {
+	rep, err := c.VerifyFoldsProgress(ctx, ids, nil)
+	return rep.Findings, err
+}
+
+// FoldReport is what VerifyFoldsProgress checked and found.
+type FoldReport struct {
+	// Checked counts the registry folds compared with a refold of their
+	// logs.
+	Checked  int
+	Findings []checkpoint.Finding
+}
+
+// VerifyFoldsProgress is VerifyFolds reporting, before each session and at
+// the end, how many of how many are done (progress may be nil), and how
+// many folds it checked.
+func (c Checkpoints) VerifyFoldsProgress(ctx context.Context, ids []string, progress func(done, total int)) (FoldReport, error) {
+	var rep FoldReport
 	if c.verdicts == nil {
-		return nil, nil
+		return rep, nil
 	}
 	if ids == nil {
 		var err error
 		if ids, err = c.Cache.IDs(ctx); err != nil {
-			return nil, err
+			return rep, err
 		}
 	}
 	recorded, err := c.verdicts.ColdVerdicts(ctx, ids)
 	if err != nil {
-		return nil, err
+		return rep, err
 	}
 	reg := NewRegistry()
-	var findings []checkpoint.Finding
-	for _, id := range ids {
+	for i, id := range ids {
+		if progress != nil {
+			progress(i, len(ids))
+		}
 		fold := recorded[id].RegistryFold
 		if !recordedUnder(reg, fold) {
 			continue // none, or one a listing ignores
 		}
 		_, events, err := c.Read(ctx, id)
 		if err != nil && ctx.Err() != nil {
-			return nil, ctx.Err()
+			return rep, ctx.Err()
 		}
+		rep.Checked++
 		if why := FoldDisagreement(reg, fold, events, err); why != "" {
-			findings = append(findings, checkpoint.Finding{SessionID: id, Kind: checkpoint.KindFoldMismatch, Reason: why})
+			rep.Findings = append(rep.Findings, checkpoint.Finding{SessionID: id, Kind: checkpoint.KindFoldMismatch, Reason: why})
 		}
 	}
-	return findings, nil
+	if progress != nil {
+		progress(len(ids), len(ids))
+	}
+	return rep, nil
 }
 
 // Rebuild is Cache.Rebuild that also records each rewritten session's
