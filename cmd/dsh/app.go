@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/dsh-project/dsh/internal/debuglog"
+	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
 )
@@ -128,12 +129,15 @@ resumes, lists and diagnoses subagent children the way DSH does, offline.
 	pf.Bool("no-color", false, "never colour output (env DSH_NO_COLOR or NO_COLOR)")
 	pf.Bool("debug", false, "log what dsh does (statements, timings, leases, listing rungs) on stderr (env DSH_DEBUG=1)")
 	pf.Bool("no-progress", false, "never draw progress on stderr (env DSH_NO_PROGRESS=1)")
+	pf.String("dsh-compat", "", "whose rules list and diagnose follow: "+strings.Join(dshcompat.Names(), ", ")+" (env DSH_COMPAT; default "+string(dshcompat.Default)+")")
 	a.globalFlags = pf
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(a))
 	}
 	a.markStart(root)
 	a.addCompletions(root)
+	// A persistent flag is registered once, on the command that declares it.
+	_ = root.RegisterFlagCompletionFunc("dsh-compat", cobra.FixedCompletions(dshcompat.Names(), cobra.ShellCompDirectiveNoFileComp))
 	return root
 }
 
@@ -187,6 +191,16 @@ func (a *app) config() (*config, error) {
 		a.cfg = cfg
 	}
 	return a.cfg, nil
+}
+
+// profile is the --dsh-compat profile the command follows (config dshCompat,
+// env DSH_COMPAT).
+func (a *app) profile() (dshcompat.Profile, error) {
+	cfg, err := a.config()
+	if err != nil {
+		return "", err
+	}
+	return cfg.DSHCompat.Or(), nil
 }
 
 // warn reports a problem that does not stop the command, on stderr.

@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dsh-project/dsh/internal/boundedfile"
+	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/pgstore"
 	"github.com/dsh-project/dsh/internal/render"
@@ -42,6 +43,8 @@ type config struct {
 		WriteEveryEvents int
 		WriteInterval    time.Duration
 	}
+	// DSHCompat is whose listing rules list and diagnose follow.
+	DSHCompat dshcompat.Profile
 	// MaxDepth is the delegation depth limit for starting children.
 	MaxDepth int
 	// ColdConcurrency bounds parallel cold reads while listing.
@@ -76,9 +79,20 @@ type setting struct {
 	key string // as written in the config file, dotted for nesting
 	// flag is the global flag bound to the key, "" when only the other
 	// layers set it.
-	flag   string
+	flag string
+	// env is the environment variable bound to the key, "" for the usual
+	// DSH_ + upper snake case (see envVar).
+	env    string
 	target target
 	def    any
+}
+
+// envVar is the environment variable that sets s.
+func (s setting) envVar() string {
+	if s.env != "" {
+		return s.env
+	}
+	return envName(s.key)
 }
 
 // target parses a raw value (a string from a flag or the environment, a
@@ -96,6 +110,8 @@ func (c *config) settings(defaultDB string) []setting {
 		{key: "noColor", flag: "no-color", target: boolTarget{&c.NoColor}, def: false},
 		{key: "cache.writeEveryEvents", target: intTarget{&c.Cache.WriteEveryEvents, 1}, def: 200},
 		{key: "cache.writeIntervalMs", target: msTarget{&c.Cache.WriteInterval, 1}, def: 5000},
+		// DSH_COMPAT, not DSH_DSH_COMPAT: the issue and the docs name it so.
+		{key: "dshCompat", flag: "dsh-compat", env: "DSH_COMPAT", target: profileTarget{&c.DSHCompat}, def: string(dshcompat.Default)},
 		{key: "maxDepth", target: intTarget{&c.MaxDepth, 0}, def: 2},
 		{key: "coldConcurrency", target: intTarget{&c.ColdConcurrency, 1}, def: 4},
 		{key: "lease.ttlMs", target: msTarget{&c.Lease.TTL, 1}, def: 5000},
@@ -165,7 +181,7 @@ func loadConfig(flags *pflag.FlagSet, warn func(string)) (*config, error) {
 	v := viper.New()
 	for _, s := range settings {
 		v.SetDefault(s.key, s.def)
-		if err := v.BindEnv(s.key, envName(s.key)); err != nil {
+		if err := v.BindEnv(s.key, s.envVar()); err != nil {
 			return nil, fmt.Errorf("bind %s: %w", s.key, err)
 		}
 	}
@@ -181,7 +197,7 @@ func loadConfig(flags *pflag.FlagSet, warn func(string)) (*config, error) {
 
 	for _, s := range settings {
 		raw, source := v.Get(s.key), "default"
-		env := envName(s.key)
+		env := s.envVar()
 		switch {
 		case s.flag != "" && flags.Changed(s.flag):
 			raw, source = flags.Lookup(s.flag).Value.String(), "flag --"+s.flag
@@ -403,6 +419,23 @@ func (t formatTarget) set(raw any) error {
 }
 
 func (t formatTarget) value() any { return *t.p }
+
+type profileTarget struct{ p *dshcompat.Profile }
+
+func (t profileTarget) set(raw any) error {
+	s, ok := raw.(string)
+	if !ok {
+		return fmt.Errorf("want a profile name, got %v", raw)
+	}
+	p, err := dshcompat.Parse(s)
+	if err != nil {
+		return err
+	}
+	*t.p = p
+	return nil
+}
+
+func (t profileTarget) value() any { return string(*t.p) }
 
 type boolTarget struct{ p *bool }
 

@@ -159,8 +159,13 @@ func runDiagnose(ctx context.Context, a *app, src *sourceFlags, p *render.Printe
 		}
 		step(done)
 	}
+	profile, err := a.profile()
+	if err != nil {
+		return err
+	}
 	out := p.Diagnosis()
 	sum, err := diagnose.Run(ctx, r.corpus, diagnose.Options{
+		Profile:     profile,
 		Select:      sel,
 		Strict:      !opts.noStrict,
 		MaxFindings: opts.maxFindings,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -17,6 +18,8 @@ type listOptions struct {
 	strict          bool
 	expect          listExpectations
 	filter          listFilter
+	// profile is whose listing rules apply (--dsh-compat).
+	profile dshcompat.Profile
 }
 
 func newListCmd(a *app) *cobra.Command {
@@ -95,6 +98,12 @@ once the whole listing has been read.
 		if scope != render.ScopeChildren && scope != render.ScopeDescendants {
 			return dsherr.New(dsherr.Usage, "--scope: %q is not children or descendants", opts.scope)
 		}
+		// The printer first: a bad setting is then reported in the
+		// format asked for (-o json prints the error as JSON too).
+		p, err := out.printer(a, cmd)
+		if err != nil {
+			return err
+		}
 		if cmd.Flags().Changed("cold-concurrency") {
 			if opts.coldConcurrency < 1 {
 				return dsherr.New(dsherr.Usage, "--cold-concurrency: %d is not a positive number", opts.coldConcurrency)
@@ -106,8 +115,7 @@ once the whole listing has been read.
 			}
 			opts.coldConcurrency = cfg.ColdConcurrency
 		}
-		p, err := out.printer(a, cmd)
-		if err != nil {
+		if opts.profile, err = a.profile(); err != nil {
 			return err
 		}
 		if cmd.Flags().Changed("source") {
@@ -132,7 +140,9 @@ func runList(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, o
 			return r.lookupError(opts.parent, err)
 		}
 	}
-	return printListing(ctx, a, p, r.lister(opts.coldConcurrency), opts, scope)
+	l := r.lister(opts.coldConcurrency)
+	l.Profile = opts.profile
+	return printListing(ctx, a, p, l, opts, scope)
 }
 
 // printListing lists opts.parent through l, prints the rows once the whole

@@ -33,7 +33,7 @@ func isolateEnv(t *testing.T) string {
 	}
 	var c config
 	for _, s := range c.settings("") {
-		t.Setenv(envName(s.key), "")
+		t.Setenv(s.envVar(), "")
 	}
 	return home
 }

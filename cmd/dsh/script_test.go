@@ -309,7 +309,7 @@ func scriptEnv(ts *testscript.TestScript) []string {
 	keys := []string{"PATH", "HOME", "TMPDIR", "WORK", "FIXTURES", testNowEnv, configEnv, "XDG_CONFIG_HOME", "XDG_DATA_HOME", "NO_COLOR"}
 	var c config
 	for _, s := range c.settings("") {
-		keys = append(keys, envName(s.key))
+		keys = append(keys, s.envVar())
 	}
 	var env []string
 	for _, k := range keys {

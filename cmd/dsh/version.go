@@ -3,9 +3,11 @@ package main
 import (
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
@@ -20,6 +22,9 @@ type versionResult struct {
 	GoVersion string `json:"goVersion"`
 	// SchemaVersion is the database schema this build migrates to.
 	SchemaVersion int `json:"schemaVersion"`
+	// DSHCompat names the --dsh-compat profiles this build knows, the
+	// default first.
+	DSHCompat []string `json:"dshCompat"`
 }
 
 // buildVersion reads the version the Go toolchain stamped into the binary:
@@ -55,7 +60,7 @@ func newVersionCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "version",
 		Short:   "Print dsh's version",
-		Long:    "Print the version, VCS commit (when known; \"modified\" when built with\nuncommitted changes) and Go version dsh was built with,\nand the database schema version it creates and migrates to.\n\n" + exitStatusHelp(),
+		Long:    "Print the version, VCS commit (when known; \"modified\" when built with\nuncommitted changes) and Go version dsh was built with,\nthe database schema version it creates and migrates to, and the\n--dsh-compat profiles it knows (the default first).\n\n" + exitStatusHelp(),
 		Example: "  dsh version\n  dsh version -o json",
 		Args:    exactArgs(),
 	}
@@ -78,6 +83,7 @@ func printVersion(p *render.Printer) error {
 		return err
 	}
 	r.SchemaVersion = schema
+	r.DSHCompat = dshcompat.Names()
 	fields := []render.Field{{Name: "version", Value: r.Version}}
 	if r.Commit != "" {
 		fields = append(fields, render.Field{Name: "commit", Value: r.Commit})
@@ -87,6 +93,7 @@ func printVersion(p *render.Printer) error {
 	}
 	fields = append(fields,
 		render.Field{Name: "go", Value: r.GoVersion},
-		render.Field{Name: "schemaVersion", Value: itoa(r.SchemaVersion)})
+		render.Field{Name: "schemaVersion", Value: itoa(r.SchemaVersion)},
+		render.Field{Name: "dshCompat", Value: strings.Join(r.DSHCompat, ",")})
 	return p.Record(r, fields)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -40,7 +41,10 @@ type Selection struct {
 
 // Options configures an audit.
 type Options struct {
-	Select Selection
+	// Profile is whose rules the rows and findings follow (--dsh-compat);
+	// the zero value is dshcompat.Default.
+	Profile dshcompat.Profile
+	Select  Selection
 	// Strict makes an unknown id or parent an error (dsherr NOT_FOUND)
 	// before anything is examined; otherwise it is an UNKNOWN_SESSION
 	// finding.
@@ -155,6 +159,7 @@ func newAuditor(ctx context.Context, view Corpus, opts Options, emit func(Report
 	reg := subagent.NewRegistry()
 	idents := &chunkIdentities{}
 	lister := subagent.NewLister(view, live, idents, 1)
+	lister.Profile = opts.Profile
 	c, err := corpus.Load(ctx, view, live)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
 )
@@ -64,6 +65,9 @@ type Lister struct {
 	// Units is the projection registry folded over a cold child's log; it
 	// must have the `subagent` unit registered (see NewRegistry).
 	Units *checkpoint.Registry
+	// Profile is whose listing rules apply (--dsh-compat); the zero value
+	// is dshcompat.Default.
+	Profile dshcompat.Profile
 	// ColdConcurrency bounds concurrent cold reads (default 4).
 	ColdConcurrency int
 	// Snapshot, when set, runs the enumeration (live records, candidate
