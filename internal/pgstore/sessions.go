@@ -27,6 +27,11 @@ func headerArgs(h session.Header) []any {
 
 // Header implements backend.HeaderReader.
 func (s *Store) Header(ctx context.Context, id string) (session.Header, error) {
+	if storedlog.UnstorableID(id) {
+		// No store holds such an id, and PostgreSQL refuses it as a
+		// parameter: unknown, as on SQLite.
+		return session.Header{}, storedlog.NotFound(id)
+	}
 	var h session.Header
 	err := s.q().QueryRow(ctx, "SELECT "+headerColumns+" FROM sessions WHERE id = $1", id).Scan(headerTargets(&h)...)
 	if errors.Is(err, pgx.ErrNoRows) {

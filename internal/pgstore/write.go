@@ -110,6 +110,9 @@ func readFailure(err error) *string {
 
 // CreateSession implements backend.Writer.
 func (s *Store) CreateSession(ctx context.Context, h session.Header, initial []session.Event) error {
+	if err := storedlog.CheckStorable(h, initial); err != nil {
+		return err
+	}
 	v, err := storedlog.Replay(h, initial)
 	if err != nil {
 		return fmt.Errorf("create session %q: %w", h.ID, err)
@@ -138,6 +141,12 @@ func (s *Store) CreateSession(ctx context.Context, h session.Header, initial []s
 func (s *Store) Append(ctx context.Context, id string, expectedNext int64, events []session.Event) error {
 	if len(events) == 0 {
 		return nil
+	}
+	if storedlog.UnstorableID(id) {
+		return storedlog.NotFound(id)
+	}
+	if err := storedlog.CheckStorable(session.Header{ID: id}, events); err != nil {
+		return err
 	}
 	err := s.WriteTx(ctx, func(view *Store) error {
 		q := view.tx
@@ -237,6 +246,9 @@ func (s *Store) ImportSession(ctx context.Context, h session.Header, events []se
 	if err := storedlog.DuplicateSeqs(h.ID, events); err != nil {
 		return backend.ImportResult{}, err
 	}
+	if err := storedlog.CheckStorable(h, events); err != nil {
+		return backend.ImportResult{}, err
+	}
 	var res backend.ImportResult
 	err := s.WriteTx(ctx, func(view *Store) error {
 		q := view.tx
@@ -252,7 +264,7 @@ func (s *Store) ImportSession(ctx context.Context, h session.Header, events []se
 				raw = []byte{}
 			}
 			if _, err := q.Exec(ctx, "INSERT INTO torn_tails (session_id, from_seq, reason, raw) VALUES ($1, $2, $3, $4)",
-				h.ID, tail.FromSeq, tail.Reason, raw); err != nil {
+				h.ID, tail.FromSeq, storedlog.StorableReason(tail.Reason), raw); err != nil {
 				return err
 			}
 		}
@@ -287,11 +299,15 @@ func (s *Store) ImportDamagedSession(ctx context.Context, h session.Header, pref
 	if err := storedlog.DuplicateSeqs(h.ID, prefix); err != nil {
 		return backend.ImportResult{}, err
 	}
+	if err := storedlog.CheckStorable(h, prefix); err != nil {
+		return backend.ImportResult{}, err
+	}
 	raw := damage.Raw
 	if raw == nil {
 		raw = []byte{}
 	}
-	invalid := storedlog.CorruptRow(h.ID, damage.FromSeq, damage.Reason)
+	reason := storedlog.StorableReason(damage.Reason)
+	invalid := storedlog.CorruptRow(h.ID, damage.FromSeq, reason)
 	err := s.WriteTx(ctx, func(view *Store) error {
 		q := view.tx
 		if err := insertBareHeader(ctx, q, h); err != nil {
@@ -301,7 +317,7 @@ func (s *Store) ImportDamagedSession(ctx context.Context, h session.Header, pref
 			return err
 		}
 		if _, err := q.Exec(ctx, "INSERT INTO damaged_logs (session_id, from_seq, reason, encoding, raw) VALUES ($1, $2, $3, $4, $5)",
-			h.ID, damage.FromSeq, damage.Reason, damage.Encoding, raw); err != nil {
+			h.ID, damage.FromSeq, reason, damage.Encoding, raw); err != nil {
 			return err
 		}
 		return recordReadFailure(ctx, q, h.ID, invalid)

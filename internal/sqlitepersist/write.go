@@ -91,6 +91,9 @@ func readFailure(err error) sql.NullString {
 // *session.ValidationError and nothing is written. An existing id is an
 // error wrapping ErrDuplicate.
 func (s *Store) CreateSession(ctx context.Context, h session.Header, initial []session.Event) error {
+	if err := storedlog.CheckStorable(h, initial); err != nil {
+		return err
+	}
 	v, err := storedlog.Replay(h, initial)
 	if err != nil {
 		return fmt.Errorf("create session %q: %w", h.ID, err)
@@ -120,6 +123,12 @@ func (s *Store) CreateSession(ctx context.Context, h session.Header, initial []s
 func (s *Store) Append(ctx context.Context, id string, expectedNext int64, events []session.Event) error {
 	if len(events) == 0 {
 		return nil
+	}
+	if storedlog.UnstorableID(id) {
+		return storedlog.NotFound(id)
+	}
+	if err := storedlog.CheckStorable(session.Header{ID: id}, events); err != nil {
+		return err
 	}
 	err := s.write(ctx, func(q Querier) error {
 		v, stored, err := tailValidator(ctx, q, id)
@@ -238,6 +247,9 @@ func (s *Store) importSession(ctx context.Context, h session.Header, events []se
 	if err := storedlog.DuplicateSeqs(h.ID, events); err != nil {
 		return ImportResult{}, err
 	}
+	if err := storedlog.CheckStorable(h, events); err != nil {
+		return ImportResult{}, err
+	}
 	var res ImportResult
 	err := s.write(ctx, func(q Querier) error {
 		if err := insertBareHeader(ctx, q, h); err != nil {
@@ -252,7 +264,7 @@ func (s *Store) importSession(ctx context.Context, h session.Header, events []se
 				raw = []byte{}
 			}
 			if _, err := q.ExecContext(ctx, "INSERT INTO torn_tails (session_id, from_seq, reason, raw) VALUES (?, ?, ?, ?)",
-				h.ID, tail.FromSeq, tail.Reason, raw); err != nil {
+				h.ID, tail.FromSeq, storedlog.StorableReason(tail.Reason), raw); err != nil {
 				return err
 			}
 		}
@@ -262,7 +274,7 @@ func (s *Store) importSession(ctx context.Context, h session.Header, events []se
 				raw = []byte{}
 			}
 			if _, err := q.ExecContext(ctx, "INSERT INTO damaged_logs (session_id, from_seq, reason, encoding, raw) VALUES (?, ?, ?, ?, ?)",
-				h.ID, damage.FromSeq, damage.Reason, damage.Encoding, raw); err != nil {
+				h.ID, damage.FromSeq, storedlog.StorableReason(damage.Reason), damage.Encoding, raw); err != nil {
 				return err
 			}
 		}
@@ -270,7 +282,7 @@ func (s *Store) importSession(ctx context.Context, h session.Header, events []se
 		// transaction would return them, without reading them back.
 		res = ImportResult{Events: len(events)}
 		if damage != nil {
-			res.Invalid = storedlog.CorruptRow(h.ID, damage.FromSeq, damage.Reason)
+			res.Invalid = storedlog.CorruptRow(h.ID, damage.FromSeq, storedlog.StorableReason(damage.Reason))
 			return recordReadFailure(ctx, q, h.ID, res.Invalid)
 		}
 		stored, torn, err := storedlog.Split(h.ID, storedlog.ReadBack(events, tail), storedlog.StoredTail(tail))

@@ -68,6 +68,7 @@ func Run(t *testing.T, target Target) {
 		{"AppendAndStaleWriter", testAppendStaleWriter},
 		{"TornTailCutThenRepairedOnce", testTornTail},
 		{"DamagedLogKeptAndRefused", testDamagedLog},
+		{"UnstorableTextRefusedAlike", testUnstorableText},
 		{"ColdVerdicts", testColdVerdicts},
 		{"ChildrenOrder", testChildrenOrder},
 		{"HasChildren", testHasChildren},
@@ -435,6 +436,115 @@ func testDamagedLog(t *testing.T, e *env) {
 	}
 	if after := e.dump(e.b); after != before {
 		t.Fatalf("reading a damaged log wrote:\n%s\nwant\n%s", after, before)
+	}
+}
+
+// Text no store can keep — U+0000 or bytes that are not UTF-8 in a header
+// string, an event type, data or surfaceOp JSON text — refuses the write
+// with INVALID_INPUT and writes nothing, on every backend alike (PostgreSQL
+// text cannot hold it; SQLite must not keep what PostgreSQL refuses). An id
+// no store can hold is unknown. A NUL escaped inside JSON text is kept as
+// it is, and a reason dsh writes about a log keeps a NUL as U+FFFD.
+func testUnstorableText(t *testing.T, e *env) {
+	e.create(root("kept", 1), turn(0, 1))
+	before := e.dump(e.b)
+	nul, bad := "a\x00b", "a\xffb"
+	withType := func(typ string) []session.Event {
+		ev := turn(0, 1)
+		ev[2].Type = typ
+		return ev
+	}
+	withData := func(data string) []session.Event {
+		ev := turn(0, 1)
+		ev[2].Data = json.RawMessage(data)
+		return ev
+	}
+	header := func(f func(h *session.Header)) session.Header {
+		h := child("c", "kept", 2)
+		f(&h)
+		return h
+	}
+	cases := map[string]func() error{
+		"import: NUL id": func() error {
+			_, err := e.b.ImportSession(e.ctx, root(nul, 2), turn(0, 1), nil)
+			return err
+		},
+		"import: id not UTF-8": func() error {
+			_, err := e.b.ImportSession(e.ctx, root(bad, 2), turn(0, 1), nil)
+			return err
+		},
+		"import: NUL cwd": func() error {
+			_, err := e.b.ImportSession(e.ctx, header(func(h *session.Header) { h.Cwd = ptr(nul) }), nil, nil)
+			return err
+		},
+		"import: parentSession not UTF-8": func() error {
+			_, err := e.b.ImportSession(e.ctx, header(func(h *session.Header) { h.ParentSession = ptr(bad) }), nil, nil)
+			return err
+		},
+		"import: NUL origin": func() error {
+			_, err := e.b.ImportSession(e.ctx, header(func(h *session.Header) { h.Origin = ptr("sub\x00agent") }), nil, nil)
+			return err
+		},
+		"import: NUL agentPreset": func() error {
+			_, err := e.b.ImportSession(e.ctx, header(func(h *session.Header) { h.AgentPreset = ptr(nul) }), nil, nil)
+			return err
+		},
+		"import: NUL event type": func() error {
+			_, err := e.b.ImportSession(e.ctx, root("c", 2), withType("step/start\x00"), nil)
+			return err
+		},
+		"import: data not UTF-8": func() error {
+			_, err := e.b.ImportSession(e.ctx, root("c", 2), withData(`{"turn":1,"step":1,"x":"`+bad+`"}`), nil)
+			return err
+		},
+		"import damaged: NUL id": func() error {
+			_, err := e.b.ImportDamagedSession(e.ctx, root(nul, 2), turn(0, 1)[:2],
+				backend.DamagedLog{FromSeq: 2, Reason: "damaged", Encoding: "jsonl-text", Raw: []byte("{")})
+			return err
+		},
+		"create: NUL id": func() error { return e.b.CreateSession(e.ctx, root(nul, 2), turn(0, 1)) },
+		"append: NUL event type": func() error {
+			next := turn(6, 2)[:1]
+			next[0].Type = "turn/start\x00"
+			return e.b.Append(e.ctx, "kept", 6, next)
+		},
+	}
+	for name, write := range cases {
+		if err := write(); dsherr.CodeOf(err) != dsherr.InvalidInput {
+			t.Errorf("%s: %v (code %q), want %s", name, err, dsherr.CodeOf(err), dsherr.InvalidInput)
+		}
+	}
+	if after := e.dump(e.b); after != before {
+		t.Fatalf("refused writes wrote:\n%s\nwant\n%s", after, before)
+	}
+	for _, id := range []string{nul, bad} {
+		if _, err := e.b.Header(e.ctx, id); !errors.Is(err, backend.ErrNotFound) {
+			t.Errorf("Header(%q) = %v, want not found", id, err)
+		}
+		if err := e.b.Append(e.ctx, id, 0, turn(0, 1)); !errors.Is(err, backend.ErrNotFound) {
+			t.Errorf("Append(%q) = %v, want not found", id, err)
+		}
+	}
+	// A NUL escaped in JSON text is text like any other.
+	escaped := withData(`{"turn":1,"step":1,"note":"a\u0000b"}`)
+	if _, err := e.b.ImportSession(e.ctx, root("escaped", 3), escaped, nil); err != nil {
+		t.Fatalf("import with an escaped NUL in data: %v", err)
+	}
+	if got := e.inspect(e.b, "escaped").Events[2].Data; string(got) != string(escaped[2].Data) {
+		t.Errorf("escaped NUL read back as %s, want %s", got, escaped[2].Data)
+	}
+	// A reason quoting damaged data keeps it readable, the same on every
+	// backend.
+	if _, err := e.b.ImportDamagedSession(e.ctx, root("damaged", 4), turn(0, 1)[:2],
+		backend.DamagedLog{FromSeq: 2, Reason: "line 3: " + nul + " " + bad, Encoding: "jsonl-text", Raw: []byte(nul + bad)}); err != nil {
+		t.Fatalf("import damaged with a NUL in its reason: %v", err)
+	}
+	a, err := e.b.Audit(e.ctx, "damaged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "line 3: a\uFFFDb a\uFFFDb"; a.Damaged == nil || a.Damaged.Reason != want || string(a.Damaged.Raw) != nul+bad {
+		t.Errorf("damaged log kept as %+v, want reason %q and the raw bytes as found", a.Damaged, want)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/storedlog"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -531,6 +532,13 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 	r := Result{ID: s.Header.ID, Location: s.Location, Outcome: Imported, Events: len(s.Events)}
 	if s.Header.ID != listed.ID {
 		r.Outcome, r.Reason = Unreadable, fmt.Sprintf("header id changed to %q while importing", s.Header.ID)
+		return r, nil
+	}
+	// Text no store can keep (a NUL, bytes that are not UTF-8) refuses
+	// this session alone, before any lookup by its id, and a dry run says
+	// so too.
+	if err := storedlog.CheckStorable(s.Header, s.Events); err != nil {
+		r.Outcome, r.Reason, r.Events = Unreadable, err.Error(), 0
 		return r, nil
 	}
 	var tail *backend.TornTail
