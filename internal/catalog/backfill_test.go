@@ -11,7 +11,9 @@ import (
 	"github.com/dsh-project/dsh/internal/session"
 )
 
-func desc(data string) Evidence { return Evidence{DescriptorCount: 1, Descriptor: json.RawMessage(data)} }
+func desc(data string) Evidence {
+	return Evidence{DescriptorCount: 1, Descriptor: json.RawMessage(data)}
+}
 
 func evidence(id string, ca int64, e Evidence) Evidence {
 	e.ChildID, e.ChildCreatedAt = id, ca
