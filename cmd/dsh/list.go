@@ -8,6 +8,7 @@ import (
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -50,9 +51,11 @@ Output formats:
   agents  DSH's list_agents text: continuable children and diagnostics only,
           [running] for a child held by a live process, [ready] otherwise
           (escaped only when stdout is a terminal)
-  tree    for people: the parent, then one line per row indented under it
-          (box drawing in a UTF-8 locale, ASCII otherwise): id, state,
-          mode, label
+  tree    for people: the parent, then one line per row indented under
+          its parentId (box drawing in a UTF-8 locale, ASCII otherwise):
+          id, state, mode, label; a parent without a row (an ordinary
+          fork walked through, a row --state/--mode removed) is a line
+          saying so, dimmed when colour is on
 
 --state and --mode keep only the rows asked for (several values: repeat the
 flag or separate them with commas); the rows kept are unchanged, and the
@@ -142,13 +145,13 @@ func runList(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, o
 	}
 	l := r.lister(opts.coldConcurrency)
 	l.Profile = opts.profile
-	return printListing(ctx, a, p, l, opts, scope)
+	return printListing(ctx, a, p, l, r.corpus, opts, scope)
 }
 
 // printListing lists opts.parent through l, prints the rows once the whole
 // listing is read (so an interrupted listing prints nothing) and runs the
 // --expect checks.
-func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Lister, opts listOptions, scope render.Scope) error {
+func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Lister, headers headerReader, opts listOptions, scope render.Scope) error {
 	var rows []subagent.Row
 	var err error
 	if scope == render.ScopeDescendants {
@@ -159,9 +162,10 @@ func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Li
 	if err != nil {
 		return err
 	}
+	all := rows
 	rows = opts.filter.apply(rows)
 	if p.Format() == render.Tree {
-		err = p.ListingTree(opts.parent, rows)
+		err = p.ListingTree(opts.parent, rows, treeGaps(ctx, headers, opts.parent, all, rows))
 	} else {
 		err = p.Listing(rows, scope)
 	}
@@ -169,6 +173,54 @@ func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Li
 		return err
 	}
 	return opts.expect.check(a, rows, scope)
+}
+
+// headerReader reads one session's header (the tree's gap lines).
+type headerReader interface {
+	Header(ctx context.Context, id string) (session.Header, error)
+}
+
+// Why a session is drawn in the tree without a row of its own.
+const (
+	gapFiltered = "filtered out by --state/--mode"
+	gapOrdinary = "ordinary session, walked through: no row of its own"
+	gapNoRow    = "no row of its own"
+)
+
+// treeGaps are the lines the tree needs between kept rows and their real
+// parents: a row the filters removed (all holds the rows before
+// filtering), or a session listDescendants walks through without a row (an
+// ordinary fork; its header says where it hangs). A header that cannot be
+// read ends the chain at root, drawn as a gap all the same.
+func treeGaps(ctx context.Context, headers headerReader, root string, all, kept []subagent.Row) []render.TreeGap {
+	known := make(map[string]bool, len(kept))
+	for _, r := range kept {
+		known[r.ID] = true
+	}
+	byID := make(map[string]*subagent.Row, len(all))
+	for i := range all {
+		byID[all[i].ID] = &all[i]
+	}
+	var gaps []render.TreeGap
+	for _, r := range kept {
+		// A chain is at most as long as the row is deep; the bound also
+		// ends a loop of parent links.
+		for id, steps := r.ParentID, 0; id != "" && id != root && !known[id] && steps < max(r.Depth, 1); steps++ {
+			known[id] = true
+			gap := render.TreeGap{ID: id, Why: gapNoRow}
+			if up, ok := byID[id]; ok {
+				gap.ParentID, gap.Why = up.ParentID, gapFiltered
+			} else if h, err := headers.Header(ctx, id); err == nil && h.ParentSession != nil {
+				gap.ParentID = *h.ParentSession
+				if h.Origin == nil || *h.Origin != session.OriginSubagent {
+					gap.Why = gapOrdinary
+				}
+			}
+			gaps = append(gaps, gap)
+			id = gap.ParentID
+		}
+	}
+	return gaps
 }
 
 // cancelledListing reports a listing stopped by SIGINT, SIGTERM or its

@@ -144,10 +144,11 @@ func TestListAgentsTerminalEscaping(t *testing.T) {
 	}
 }
 
-// The tree places rows by depth, draws the vertical line of a level only
-// while more siblings follow, keeps a row's depth when its parent was
-// filtered out, colours states only when colour is on, and escapes stored
-// strings.
+// The tree places each row under its parentId (through the gap lines that
+// stand for parents without a row), draws the vertical line of a level only
+// while more siblings follow, dims gap lines and colours states only when
+// colour is on, and escapes stored strings. A row whose parent is neither a
+// row nor a gap, or whose gaps loop, hangs under root.
 func TestListingTree(t *testing.T) {
 	label := func(s string) *string { return &s }
 	rows := []subagent.Row{
@@ -156,6 +157,15 @@ func TestListingTree(t *testing.T) {
 		{Kind: subagent.KindDiagnostic, ID: "a2", Reason: subagent.ReasonUnavailable, ParentID: "a", Depth: 2},
 		{Kind: subagent.KindChild, ID: "b", Mode: subagent.ModeContinuable, Label: label("evil\x1b]0;x\x07"), Activity: subagent.ActivityInactive, ParentID: "p", Depth: 1},
 		{Kind: subagent.KindDiagnostic, ID: "b11", Reason: subagent.ReasonCorrupt, ParentID: "b1", Depth: 3},
+		{Kind: subagent.KindChild, ID: "f1", Mode: subagent.ModeContinuable, Activity: subagent.ActivityInactive, ParentID: "f", Depth: 2},
+		{Kind: subagent.KindChild, ID: "lost", Mode: subagent.ModeContinuable, Activity: subagent.ActivityInactive, ParentID: "nowhere", Depth: 2},
+		{Kind: subagent.KindChild, ID: "looped", Mode: subagent.ModeContinuable, Activity: subagent.ActivityInactive, ParentID: "x", Depth: 3},
+	}
+	gaps := []TreeGap{
+		{ID: "b1", ParentID: "b", Why: "filtered"},
+		{ID: "f", ParentID: "p", Why: "fork\x1b"},
+		{ID: "x", ParentID: "y", Why: "x"},
+		{ID: "y", ParentID: "x", Why: "y"},
 	}
 	for _, tt := range []struct {
 		opts Options
@@ -165,18 +175,32 @@ func TestListingTree(t *testing.T) {
 ├── a  running  continuable  first
 │   ├── a1  inactive  one-shot
 │   └── a2  unavailable
-└── b  inactive  continuable  evil\x1b]0;x\x07
-        └── b11  corrupt
+├── b  inactive  continuable  evil\x1b]0;x\x07
+│   └── b1  (filtered)
+│       └── b11  corrupt
+├── f  (fork\x1b)
+│   └── f1  inactive  continuable
+├── lost  inactive  continuable
+└── y  (y)
+    └── x  (x)
+        └── looped  inactive  continuable
 `},
 		{Options{Format: Tree, Color: true}, "p\n" +
 			"|-- a  \x1b[32mrunning\x1b[0m  continuable  first\n" +
 			"|   |-- a1  inactive  one-shot\n" +
 			"|   `-- a2  \x1b[33munavailable\x1b[0m\n" +
-			"`-- b  inactive  continuable  evil\\x1b]0;x\\x07\n" +
-			"        `-- b11  \x1b[31mcorrupt\x1b[0m\n"},
+			"|-- b  inactive  continuable  evil\\x1b]0;x\\x07\n" +
+			"|   `-- b1  \x1b[2m(filtered)\x1b[0m\n" +
+			"|       `-- b11  \x1b[31mcorrupt\x1b[0m\n" +
+			"|-- f  \x1b[2m(fork\\x1b)\x1b[0m\n" +
+			"|   `-- f1  inactive  continuable\n" +
+			"|-- lost  inactive  continuable\n" +
+			"`-- y  \x1b[2m(y)\x1b[0m\n" +
+			"    `-- x  \x1b[2m(x)\x1b[0m\n" +
+			"        `-- looped  inactive  continuable\n"},
 	} {
 		var b strings.Builder
-		if err := New(&b, tt.opts).ListingTree("p", rows); err != nil {
+		if err := New(&b, tt.opts).ListingTree("p", rows, gaps); err != nil {
 			t.Fatal(err)
 		}
 		if b.String() != tt.want {

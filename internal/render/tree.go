@@ -20,73 +20,124 @@ var (
 )
 
 // State colours: a child being worked on stands out, damage is red or
-// yellow, a settled child is plain.
+// yellow, a settled child is plain; a line that is not a row is dim.
 const (
 	green  sgr = "32"
 	red    sgr = "31"
 	yellow sgr = "33"
+	dim    sgr = "2"
 )
 
-// ListingTree prints rows as a tree under root. Rows come in the listing's
-// pre-order; a descendants row is placed by its depth, a children row is at
-// depth 1. A row whose parent was filtered out keeps its depth, so the
-// indentation still says how far below root it is. Each line is the id, the
-// row's state (running, inactive, corrupt, unavailable), then for a child
-// its mode and label; every stored string is escaped.
-func (p *Printer) ListingTree(root string, rows []subagent.Row) error {
+// TreeGap is a session the tree draws without a row of its own, so that the
+// rows below it hang under their real parent: an ordinary session that
+// listDescendants walks through, or a row a filter removed.
+type TreeGap struct {
+	ID       string
+	ParentID string
+	// Why is what the line says in place of a state, e.g. "filtered out".
+	Why string
+}
+
+// treeNode is one line of the tree: a row, or a gap (row nil).
+type treeNode struct {
+	id       string
+	row      *subagent.Row
+	why      string
+	children []*treeNode
+}
+
+// ListingTree prints rows as a tree under root, each row under its
+// parentId (a children row, which has none, under root). Rows come in the
+// listing's pre-order, so siblings keep the listing's order. A row whose
+// parent is not a row hangs under that parent's gap line (gaps, chained up
+// to root or a row) or, when no gap names it, under root. Each row's line
+// is the id, its state (running, inactive, corrupt, unavailable), then for
+// a child its mode and label; a gap's line is its id and why it has no
+// row, dimmed when colour is on. Every stored string is escaped.
+func (p *Printer) ListingTree(root string, rows []subagent.Row, gaps []TreeGap) error {
 	g := asciiTree
 	if p.opts.UTF8 {
 		g = unicodeTree
 	}
-	depth := func(r subagent.Row) int { return max(r.Depth, 1) }
+	top := &treeNode{id: root}
+	gapOf := make(map[string]TreeGap, len(gaps))
+	for _, gap := range gaps {
+		gapOf[gap.ID] = gap
+	}
+	placed := map[string]*treeNode{}
+	// attach returns the node rows with parent id hang under, creating the
+	// gap lines up to root or a row placed before; a gap chain that loops
+	// or names nothing known ends at root.
+	var attach func(id string, seen map[string]bool) *treeNode
+	attach = func(id string, seen map[string]bool) *treeNode {
+		if id == "" || id == root {
+			return top
+		}
+		if n, ok := placed[id]; ok {
+			return n
+		}
+		gap, ok := gapOf[id]
+		if !ok || seen[id] {
+			return top
+		}
+		seen[id] = true
+		up := attach(gap.ParentID, seen)
+		n := &treeNode{id: id, why: gap.Why}
+		up.children = append(up.children, n)
+		placed[id] = n
+		return n
+	}
+	for i := range rows {
+		r := &rows[i]
+		up := attach(r.ParentID, map[string]bool{})
+		n := &treeNode{id: r.ID, row: r}
+		up.children = append(up.children, n)
+		placed[r.ID] = n
+	}
 	var b strings.Builder
 	b.WriteString(Escape(root))
 	b.WriteByte('\n')
-	// lastAt[k] says whether the latest row drawn at depth k is the last of
-	// its siblings, i.e. whether depth k's vertical line has ended.
-	lastAt := map[int]bool{}
-	for i, r := range rows {
-		d := depth(r)
-		last := true
-		for _, next := range rows[i+1:] {
-			if nd := depth(next); nd <= d {
-				last = nd < d
-				break
-			}
-		}
-		for k := 1; k < d; k++ {
-			if ended, seen := lastAt[k]; seen && !ended {
-				b.WriteString(g.pipe)
+	var draw func(n *treeNode, indent string)
+	draw = func(n *treeNode, indent string) {
+		for i, c := range n.children {
+			last := i == len(n.children)-1
+			b.WriteString(indent)
+			next := indent + g.pipe
+			if last {
+				b.WriteString(g.last)
+				next = indent + g.blank
 			} else {
-				b.WriteString(g.blank)
+				b.WriteString(g.branch)
 			}
+			p.treeLine(&b, c)
+			draw(c, next)
 		}
-		if last {
-			b.WriteString(g.last)
-		} else {
-			b.WriteString(g.branch)
-		}
-		for k := range lastAt {
-			if k > d {
-				delete(lastAt, k)
-			}
-		}
-		lastAt[d] = last
-		b.WriteString(Escape(r.ID))
-		b.WriteString("  ")
-		b.WriteString(p.treeState(r))
-		if r.Kind == subagent.KindChild {
-			b.WriteString("  ")
-			b.WriteString(string(r.Mode))
-			if r.Label != nil {
-				b.WriteString("  ")
-				b.WriteString(Escape(*r.Label))
-			}
-		}
-		b.WriteByte('\n')
 	}
+	draw(top, "")
 	_, err := p.w.Write([]byte(b.String()))
 	return err
+}
+
+// treeLine writes one node's text and its newline.
+func (p *Printer) treeLine(b *strings.Builder, n *treeNode) {
+	b.WriteString(Escape(n.id))
+	b.WriteString("  ")
+	r := n.row
+	if r == nil {
+		b.WriteString(p.style("("+Escape(n.why)+")", dim))
+		b.WriteByte('\n')
+		return
+	}
+	b.WriteString(p.treeState(*r))
+	if r.Kind == subagent.KindChild {
+		b.WriteString("  ")
+		b.WriteString(string(r.Mode))
+		if r.Label != nil {
+			b.WriteString("  ")
+			b.WriteString(Escape(*r.Label))
+		}
+	}
+	b.WriteByte('\n')
 }
 
 // treeState is the row's state word, coloured when colour is on.
