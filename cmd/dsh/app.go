@@ -86,6 +86,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetIn(stdin)
 	root.SetOut(out)
 	root.SetErr(stderr)
+	if err := unknownCommand(root, args); err != nil {
+		return a.exit(err)
+	}
 	// A command that completed despite a late signal reports success: its
 	// work is done, and 130 would tell the caller otherwise.
 	return a.exit(root.ExecuteContext(ctx))
@@ -279,6 +282,76 @@ func groupRunE(cmd *cobra.Command, args []string) error {
 		msg += " (did you mean " + strings.Join(quoteAll(s), " or ") + "?)"
 	}
 	return dsherr.New(dsherr.Usage, "%s", msg)
+}
+
+// unknownCommand reports a mistyped command before any flag is parsed:
+// cobra parses the flags of the last command it recognised (dsh itself, or
+// a group such as dsh session), so `dsh lsit --parent x` would otherwise be
+// an unknown --parent, sending the user after the wrong word. A group's
+// only positional arguments are its subcommands' names (cobra's completion
+// command included, which would print its help and succeed).
+func unknownCommand(root *cobra.Command, args []string) error {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	cmd, rest, err := root.Find(args)
+	if err != nil || !cmd.HasSubCommands() {
+		return nil
+	}
+	switch word := firstPositional(cmd, rest); word {
+	case "", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
+		// cobra adds its completion requests only as it executes.
+	default:
+		return groupRunE(cmd, []string{word})
+	}
+	return nil
+}
+
+// firstPositional is the first argument that is neither a flag nor a
+// flag's value, "" when there is none or when a flag cmd does not know
+// comes first (whether it takes a value is unknown, and cobra names it).
+func firstPositional(cmd *cobra.Command, args []string) string {
+	lookup := func(name string) *pflag.Flag {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			return f
+		}
+		return cmd.InheritedFlags().Lookup(name)
+	}
+	shorthand := func(c string) *pflag.Flag {
+		if f := cmd.Flags().ShorthandLookup(c); f != nil {
+			return f
+		}
+		return cmd.InheritedFlags().ShorthandLookup(c)
+	}
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		switch {
+		case arg == "--":
+			if i+1 < len(args) {
+				return args[i+1]
+			}
+			return ""
+		case strings.HasPrefix(arg, "--"):
+			name, _, hasValue := strings.Cut(arg[2:], "=")
+			f := lookup(name)
+			if f == nil {
+				return ""
+			}
+			if !hasValue && f.NoOptDefVal == "" {
+				i++
+			}
+		case strings.HasPrefix(arg, "-") && len(arg) > 1:
+			f := shorthand(arg[1:2])
+			if f == nil {
+				return ""
+			}
+			if len(arg) == 2 && f.NoOptDefVal == "" {
+				i++
+			}
+		default:
+			return arg
+		}
+	}
+	return ""
 }
 
 func quoteAll(ss []string) []string {

@@ -2,6 +2,7 @@ package subagent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/dsh-project/dsh/internal/backend"
@@ -52,6 +53,9 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (*TurnResult, 
 		return nil, err
 	}
 	cfg := recordedRoute(req.Provider, desc)
+	if req.Provider.Name == "" && cfg.Name == ProviderExec && cfg.Command == "" {
+		return nil, dsherr.New(dsherr.Usage, "subagent %q was started with --exec: give its command again (--exec CMD); dsh does not record it", req.Child)
+	}
 	provider, r, err := cfg.open()
 	if err != nil {
 		return nil, err
@@ -104,6 +108,11 @@ func (rt *Runtime) Resume(ctx context.Context, req ResumeRequest) (*TurnResult, 
 	return rt.finishTurn(ctx, w, spec, res)
 }
 
+// ErrNoContinuation is why a child with no own descriptor, one of an
+// unsupported version or a one-shot one is not resumed (its refusal keeps
+// DSH's words, which speak to a model calling send_message).
+var ErrNoContinuation = errors.New("no supported continuation state")
+
 // CheckResume applies Resume's refusal checks 1–3, in order, to child as
 // the store's read-only Inspect read it (in, or the error Inspect returned)
 // on behalf of parent: it returns the descriptor a resume rebuilds the child
@@ -121,8 +130,8 @@ func CheckResume(child, parent string, in *backend.Inspection, inspectErr error)
 		return nil, &dsherr.Error{Code: dsherr.DescriptorMalformed, Msg: err.Error(), Err: err}
 	}
 	if desc == nil || desc.Mode != ModeContinuable {
-		return nil, dsherr.New(dsherr.NotResumable,
-			"subagent %q has no supported continuation state and cannot be resumed; do not retry send_message with this id", child)
+		return nil, &dsherr.Error{Code: dsherr.NotResumable, Err: ErrNoContinuation, Msg: fmt.Sprintf(
+			"subagent %q has no supported continuation state and cannot be resumed; do not retry send_message with this id", child)}
 	}
 	return desc, nil
 }
