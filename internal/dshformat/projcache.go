@@ -220,6 +220,16 @@ func (f *ProjcacheFile) Lookup(h session.Header) (map[string]ProjcacheRow, bool)
 	return rows, true
 }
 
+// LookupRC8 is Lookup as DSH 0.1.0-rc.8 reads its cache: only records of
+// its own aggregate file, none of a later release's per-record cache
+// (whose identities a later fold, reading descriptor version 3, made).
+func (f *ProjcacheFile) LookupRC8(h session.Header) (map[string]ProjcacheRow, bool) {
+	if rec, ok := f.records[h.ID]; !ok || rec.perRecord {
+		return nil, false
+	}
+	return f.Lookup(h)
+}
+
 // IDs returns the session ids the file holds records for, sorted.
 func (f *ProjcacheFile) IDs() []string {
 	ids := make([]string, 0, len(f.records))

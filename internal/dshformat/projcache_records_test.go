@@ -85,6 +85,10 @@ func TestProjcacheRecords(t *testing.T) {
 		if _, ok := f.Lookup(c.h); ok != c.want {
 			t.Errorf("%s v%d cut %d: hit %v, want %v", c.h.ID, c.h.Version, c.h.InheritedCut(), ok, c.want)
 		}
+		// DSH 0.1.0-rc.8 reads no per-record cache.
+		if _, ok := f.LookupRC8(c.h); ok {
+			t.Errorf("%s v%d: LookupRC8 served a per-record record", c.h.ID, c.h.Version)
+		}
 	}
 
 	// The rc.8 aggregate serves format-0 sessions only.
@@ -95,6 +99,9 @@ func TestProjcacheRecords(t *testing.T) {
 	c1 := session.Header{ID: "c1", CreatedAt: 10, Cwd: &cwd}
 	if _, ok := agg.Lookup(c1); !ok {
 		t.Fatal("aggregate record missed a format-0 session")
+	}
+	if _, ok := agg.LookupRC8(c1); !ok {
+		t.Fatal("rc.8's own aggregate record missed under LookupRC8")
 	}
 	c1.Version = 4
 	if _, ok := agg.Lookup(c1); ok {

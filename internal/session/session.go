@@ -115,6 +115,44 @@ func (h Header) Witness() Witness {
 	return w
 }
 
+// WitnessRC8 is the lifecycle witness of DSH 0.1.0-rc.8 (the first revision
+// of the listing note): seven header fields compared with strict equality,
+// version, id, createdAt, cwd, parentSession, seedLength and
+// delegationDepth; origin and agentPreset are not part of it. A later
+// format's header (version 1 and up) records only whether the session is
+// seeded, its cut being a marker in the log, so for those only the presence
+// of seedLength is compared: an enumerated later header cannot know its cut.
+type WitnessRC8 struct {
+	Version         int64
+	ID              string
+	CreatedAt       int64
+	Cwd             optString
+	ParentSession   optString
+	SeedLength      optInt
+	DelegationDepth optInt
+}
+
+// WitnessRC8 returns the header's DSH 0.1.0-rc.8 lifecycle witness.
+func (h Header) WitnessRC8() WitnessRC8 {
+	w := WitnessRC8{
+		Version:       h.Version,
+		ID:            h.ID,
+		CreatedAt:     h.CreatedAt,
+		Cwd:           ostr(h.Cwd),
+		ParentSession: ostr(h.ParentSession),
+	}
+	if h.SeedLength != nil {
+		w.SeedLength.Set = true
+		if h.Version == FormatVersion {
+			w.SeedLength.Value = *h.SeedLength
+		}
+	}
+	if h.DelegationDepth != nil {
+		w.DelegationDepth = optInt{Set: true, Value: *h.DelegationDepth}
+	}
+	return w
+}
+
 // Event is one logical DSH session event.
 type Event struct {
 	Type string

@@ -77,6 +77,7 @@ func Run(t *testing.T, target Target) {
 		{"LeaseProcessRace", testLeaseProcesses},
 		{"LeaseExpiresByBackendClock", testLeaseExpiry},
 		{"Checkpoints", testCheckpoints},
+		{"DescriptorsAt", testDescriptorsAt},
 		{"ReadOnlyWritesNothing", testReadOnly},
 		{"Cancellation", testCancellation},
 	}
@@ -1075,5 +1076,43 @@ func testCancellation(t *testing.T, e *env) {
 	}
 	if _, err := e.b.Header(e.ctx, "new"); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("a cancelled CreateSession stored the session: %v", err)
+	}
+}
+
+// descriptorReader is the point read the 0.1.0-rc.8 listing makes of the
+// descriptors dsh's folds name (subagent.DescriptorReader).
+type descriptorReader interface {
+	DescriptorsAt(ctx context.Context, at map[string]int64) (map[string]json.RawMessage, error)
+}
+
+// DescriptorsAt gives the data of the event at each named seq only when
+// that event is a descriptor, bytes as stored, and leaves out every other
+// id: another event type, a seq past the log, an unknown session.
+func testDescriptorsAt(t *testing.T, e *env) {
+	r, ok := e.b.(descriptorReader)
+	if !ok {
+		t.Fatal("the backend has no DescriptorsAt")
+	}
+	e.create(root("p", 1), turn(0, 1))
+	v3 := `{"version":3,  "mode":"continuable","provider":"spawn","label":"later"}`
+	events := []session.Event{
+		{Type: session.TypeDescriptor, Seq: 0, Time: 1, Data: json.RawMessage(`{"version":2,"mode":"continuable","provider":"spawn","label":"first"}`)},
+		{Type: session.TypeDescriptor, Seq: 1, Time: 2, Data: json.RawMessage(v3)},
+	}
+	e.create(child("c", "p", 2), append(events, turn(2, 1)...))
+	e.create(child("d", "p", 3), turn(0, 1))
+	got, err := r.DescriptorsAt(e.ctx, map[string]int64{"c": 1, "d": 0, "p": 0, "ghost": 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || string(got["c"]) != v3 {
+		t.Fatalf("DescriptorsAt = %q, want only c's event at seq 1 as stored", got)
+	}
+	got, err = r.DescriptorsAt(e.ctx, map[string]int64{"c": 0})
+	if err != nil || len(got) != 1 || !strings.Contains(string(got["c"]), `"first"`) {
+		t.Fatalf("DescriptorsAt c@0 = %q, %v", got, err)
+	}
+	if got, err := r.DescriptorsAt(e.ctx, map[string]int64{"c": 9}); err != nil || len(got) != 0 {
+		t.Fatalf("seq past the log: %q, %v", got, err)
 	}
 }

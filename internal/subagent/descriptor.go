@@ -110,6 +110,24 @@ func ParseDescriptor(raw json.RawMessage) (*Descriptor, error) {
 // its stack (the identity unit parses one descriptor per cold child);
 // supported is false, with a nil error, for an unsupported version.
 func parseDescriptor(raw json.RawMessage, d *Descriptor) (supported bool, err error) {
+	return parseDescriptorOf(raw, d, true)
+}
+
+// ParseDescriptorRC8 is ParseDescriptor as DSH 0.1.0-rc.8 reads a payload
+// (the 0.1.0-rc.8 profile): version 2 only, so a version-3 payload is
+// unsupported whatever else it holds, as any other version is.
+func ParseDescriptorRC8(raw json.RawMessage) (*Descriptor, error) {
+	d := new(Descriptor)
+	supported, err := parseDescriptorOf(raw, d, false)
+	if err != nil || !supported {
+		return nil, err
+	}
+	return d, nil
+}
+
+// parseDescriptorOf is parseDescriptor; later says whether version 3 is
+// read (dsh's seeds rules) or unsupported (DSH 0.1.0-rc.8's).
+func parseDescriptorOf(raw json.RawMessage, d *Descriptor, later bool) (supported bool, err error) {
 	if !json.Valid(raw) {
 		// DSH never sees this (its events hold parsed JSON), but dsh reads
 		// bytes; not being JSON at all is still "not an object".
@@ -128,7 +146,7 @@ func parseDescriptor(raw json.RawMessage, d *Descriptor) (supported bool, err er
 	switch {
 	case numberIs(version, DescriptorVersion):
 		d.Version = DescriptorVersion
-	case numberIs(version, DescriptorVersionLater):
+	case later && numberIs(version, DescriptorVersionLater):
 		d.Version = DescriptorVersionLater
 	default:
 		return false, nil

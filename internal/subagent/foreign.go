@@ -30,6 +30,16 @@ func NewCorpusLister(c *dshformat.Corpus, cache *dshformat.ProjcacheFile, coldCo
 type ProjcacheIdentities struct {
 	File  *dshformat.ProjcacheFile
 	Units *checkpoint.Registry
+	// RC8Only leaves out the records DSH 0.1.0-rc.8 would not read (a
+	// later release's per-record cache).
+	RC8Only bool
+}
+
+// RC8 implements RC8IdentityCache: the records of DSH 0.1.0-rc.8's own
+// aggregate file only.
+func (c ProjcacheIdentities) RC8() IdentityCache {
+	c.RC8Only = true
+	return c
 }
 
 // CachedSubagentViews implements IdentityCache without any I/O.
@@ -39,7 +49,11 @@ func (c ProjcacheIdentities) CachedSubagentViews(ctx context.Context, headers []
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		rows, ok := c.File.Lookup(h)
+		lookup := c.File.Lookup
+		if c.RC8Only {
+			lookup = c.File.LookupRC8
+		}
+		rows, ok := lookup(h)
 		if !ok {
 			continue
 		}

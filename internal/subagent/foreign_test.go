@@ -1,6 +1,7 @@
 package subagent
 
 import (
+	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dshfixtures"
 
 	"context"
@@ -206,54 +207,63 @@ func appendTo(t *testing.T, path, text string) {
 
 // Over DSH's own corpora read in place, the rows are DSH's, and the logs
 // read are the ones DSH read: every cold child without the cache file, and
-// with it only those whose record cannot serve (these corpora have no
-// seeded child, so the later revision reads the same).
+// with it only those whose record cannot serve — under 0.1.0-rc.8, and
+// under seeds too: these corpora have no seeded child (j-medium's fork
+// children were forked before the parent's first turn ended), the only
+// children the later revision reads where rc.8 served the cache.
 func TestForeignListerOracleReads(t *testing.T) {
-	ctx := context.Background()
-	for _, name := range []string{"a-continuable-and-oneshot", "g-nested-descendants"} {
-		exp := dshfixtures.LoadOracle(t, name)
-		dir := exp.Dir
-		cache, err := dshformat.ReadProjcacheFile(ctx, filepath.Join(dir, "projcache", "session_projcache.json"))
-		if err != nil {
-			t.Fatal(err)
+	for _, profile := range []dshcompat.Profile{dshcompat.Seeds, dshcompat.RC8} {
+		for _, name := range dshfixtures.OracleCorpora {
+			t.Run(string(profile)+"/"+name, func(t *testing.T) { checkForeignOracleReads(t, profile, name) })
 		}
-		for variant, file := range map[string]*dshformat.ProjcacheFile{"jsonl": nil, "jsonl+cache": cache} {
-			for key, want := range exp.Listings {
-				fc := &foreignCorpus{t: t, dir: filepath.Join(dir, "jsonl")}
-				l, reads := fc.lister(file)
-				var rows []Row
-				if want.Op == "descendants" {
-					rows, err = l.ListDescendants(ctx, want.ID)
-				} else {
-					rows, err = l.ListChildren(ctx, want.ID)
+	}
+}
+
+func checkForeignOracleReads(t *testing.T, profile dshcompat.Profile, name string) {
+	ctx := context.Background()
+	exp := dshfixtures.LoadOracle(t, name)
+	dir := exp.Dir
+	cache, err := dshformat.ReadProjcacheFile(ctx, filepath.Join(dir, exp.Files.ProjectionCache))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for variant, file := range map[string]*dshformat.ProjcacheFile{"jsonl": nil, "jsonl+cache": cache} {
+		for key, want := range exp.Listings {
+			fc := &foreignCorpus{t: t, dir: filepath.Join(dir, exp.Files.JSONL)}
+			l, reads := fc.lister(file)
+			l.Profile = profile
+			var rows []Row
+			if want.Op == "descendants" {
+				rows, err = l.ListDescendants(ctx, want.ID)
+			} else {
+				rows, err = l.ListChildren(ctx, want.ID)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var dshRows []struct {
+				Kind  string  `json:"kind"`
+				ID    string  `json:"id"`
+				Label *string `json:"label"`
+			}
+			if err := json.Unmarshal(want.Result, &dshRows); err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != len(dshRows) {
+				t.Fatalf("%s %s: %d rows, want %d", variant, key, len(rows), len(dshRows))
+			}
+			for i, r := range rows {
+				w := dshRows[i]
+				if string(r.Kind) != w.Kind || r.ID != w.ID || fmt.Sprint(deref(r.Label)) != fmt.Sprint(deref(w.Label)) {
+					t.Errorf("%s %s row %d: %+v, want %+v", variant, key, i, r, w)
 				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				var dshRows []struct {
-					Kind  string  `json:"kind"`
-					ID    string  `json:"id"`
-					Label *string `json:"label"`
-				}
-				if err := json.Unmarshal(want.Result, &dshRows); err != nil {
-					t.Fatal(err)
-				}
-				if len(rows) != len(dshRows) {
-					t.Fatalf("%s %s %s: %d rows, want %d", name, variant, key, len(rows), len(dshRows))
-				}
-				for i, r := range rows {
-					w := dshRows[i]
-					if string(r.Kind) != w.Kind || r.ID != w.ID || fmt.Sprint(deref(r.Label)) != fmt.Sprint(deref(w.Label)) {
-						t.Errorf("%s %s %s row %d: %+v, want %+v", name, variant, key, i, r, w)
-					}
-				}
-				total := 0
-				for _, r := range rows {
-					total += reads.count(r.ID)
-				}
-				if total != want.Inspections[variant] {
-					t.Errorf("%s %s %s: %d log reads, DSH made %d", name, variant, key, total, want.Inspections[variant])
-				}
+			}
+			total := 0
+			for _, r := range rows {
+				total += reads.count(r.ID)
+			}
+			if total != want.Inspections[variant] {
+				t.Errorf("%s %s: %d log reads, DSH made %d", variant, key, total, want.Inspections[variant])
 			}
 		}
 	}

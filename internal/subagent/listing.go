@@ -68,6 +68,13 @@ type Lister struct {
 	// Profile is whose listing rules apply (--dsh-compat); the zero value
 	// is dshcompat.Default.
 	Profile dshcompat.Profile
+	// Descriptors, when set, reads the descriptor events that identities
+	// dsh folded name (its holders' snapshots, its checkpoint records, its
+	// recorded registry folds): under 0.1.0-rc.8 such an identity is used
+	// only when its descriptor is not version 3 (see listing_rc8.go). Nil
+	// when every identity served without a read is DSH's own (a foreign
+	// corpus's projection cache), which rc.8 trusts as DSH does.
+	Descriptors DescriptorReader
 	// ColdConcurrency bounds concurrent cold reads (default 4).
 	ColdConcurrency int
 	// Snapshot, when set, runs the enumeration (live records, candidate
@@ -151,7 +158,7 @@ func (l *Lister) resolveRecords(ctx context.Context, recs []corpus.Record, store
 	var cold []int
 	for i, rec := range recs {
 		if rec.Live != nil {
-			out[i] = resolveLive(rec)
+			out[i] = l.resolveLive(ctx, rec)
 			continue
 		}
 		cold = append(cold, i)
@@ -159,11 +166,20 @@ func (l *Lister) resolveRecords(ctx context.Context, recs []corpus.Record, store
 	var pending []int
 	if stored != nil {
 		pending = l.resolveFromStored(recs, stored, cold, out)
-		pending = l.resolveListedCold(recs, stored, pending, out)
 	} else {
 		pending = l.resolveFromCache(ctx, recs, cold, out)
 	}
+	pending, err := l.checkServedRC8(ctx, recs, pending, out)
+	if err != nil {
+		return nil, err
+	}
+	if stored != nil {
+		pending = l.resolveListedCold(recs, stored, pending, out)
+	}
 	if err := l.readCold(ctx, recs, pending, out); err != nil {
+		return nil, err
+	}
+	if err := l.checkFoldsRC8(ctx, recs, out); err != nil {
 		return nil, err
 	}
 	if err := checkCancelled(ctx); err != nil {
@@ -266,8 +282,12 @@ var (
 	ErrUnitFailed      = errors.New("projection unit failed")
 )
 
-// resolveLive is rung 1: the holder's published snapshot, zero log reads.
-func resolveLive(rec corpus.Record) Resolution {
+// resolveLive is rung 1: the holder's published snapshot, zero log reads
+// (under 0.1.0-rc.8, see resolveLiveRC8).
+func (l *Lister) resolveLive(ctx context.Context, rec corpus.Record) Resolution {
+	if l.rc8() {
+		return l.resolveLiveRC8(ctx, rec)
+	}
 	live := rec.Live
 	if live.UnitFailure != "" {
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungLive, Cause: fmt.Errorf("%w: %s", ErrUnitFailed, live.UnitFailure)}
@@ -293,6 +313,9 @@ func resolveLive(rec corpus.Record) Resolution {
 func (l *Lister) resolveFromCache(ctx context.Context, recs []corpus.Record, cold []int, out []Resolution) []int {
 	if l.Cache == nil || len(cold) == 0 {
 		return cold
+	}
+	if l.rc8() {
+		return l.resolveFromCacheRC8(ctx, recs, cold, out)
 	}
 	var headers []session.Header
 	for _, i := range cold {
@@ -445,7 +468,13 @@ func (l *Lister) resolveColdLog(rec corpus.Record, signature string, log ColdLog
 	case log.Err != nil:
 		return Resolution{Row: diagnostic(ReasonUnavailable), Rung: RungRead, Cause: log.Err}, true
 	case log.RegistryFold != nil:
-		return resolveFold(rec, signature, log.RegistryFold)
+		if l.rc8() && l.Descriptors == nil {
+			// Under rc.8 a recorded fold is used only once its
+			// descriptor is checked (checkFoldsRC8); with nothing to
+			// check it with, the log is read.
+			return Resolution{}, false
+		}
+		return resolveFold(rec, signature, log.RegistryFold, !l.rc8())
 	default:
 		return l.resolveRead(rec, log.Header, log.Events), true
 	}
@@ -454,6 +483,9 @@ func (l *Lister) resolveColdLog(rec corpus.Record, signature string, log ColdLog
 // resolveRead maps a successful cold read to its row: the lifecycle witness,
 // the fold of every registered unit, the identity and the own-suffix check.
 func (l *Lister) resolveRead(rec corpus.Record, stored session.Header, events []session.Event) Resolution {
+	if l.rc8() {
+		return l.resolveReadRC8(rec, stored, events)
+	}
 	if stored.Witness() != rec.Header.Witness() {
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrWitnessMismatch}
 	}
@@ -465,12 +497,14 @@ func (l *Lister) resolveRead(rec corpus.Record, stored session.Header, events []
 	// The cut comes from the header read with the events: seq and cut of
 	// one file (a later format's cut is its tagged marker, which an
 	// enumerated header cannot know).
-	return resolveFolded(view, stored.InheritedCut())
+	return resolveFolded(view, stored.InheritedCut(), true)
 }
 
 // resolveFolded is the row of a cold log whose units all folded, from its
-// `subagent` view and its header's inherited cut.
-func resolveFolded(view json.RawMessage, cut int64) Resolution {
+// `subagent` view and its header's inherited cut; own says whether an
+// identity below the cut is the ancestor's (the later revision) or listed
+// all the same (0.1.0-rc.8, "deviation #1").
+func resolveFolded(view json.RawMessage, cut int64, own bool) Resolution {
 	id, err := IdentityFromView(view)
 	if err != nil {
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
@@ -478,7 +512,7 @@ func resolveFolded(view json.RawMessage, cut int64) Resolution {
 	if id == nil {
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrNoIdentity}
 	}
-	if !OwnSuffix(id.Seq, cut) {
+	if own && !OwnSuffix(id.Seq, cut) {
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: ErrAncestorOnly, Identity: id}
 	}
 	return Resolution{Row: childRow(id, ActivityInactive), Rung: RungRead, Identity: id}

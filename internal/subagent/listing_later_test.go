@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dshfixtures"
 	"github.com/dsh-project/dsh/internal/dshformat"
 )
@@ -95,14 +96,7 @@ func TestLaterFormatListing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]string{}
-	for _, r := range rows {
-		label := ""
-		if r.Label != nil {
-			label = *r.Label
-		}
-		got[r.ID] = fmt.Sprintf("%s %s %s %s %s", r.Kind, r.Mode, label, r.Activity, r.Reason)
-	}
+	got := rowsByID(rows)
 	want := map[string]string{
 		"c-v4-fork":       "child continuable Recall project codeword inactive ",
 		"c-v4-spawn":      "child continuable Reply with CHILD_OK inactive ",
@@ -115,8 +109,37 @@ func TestLaterFormatListing(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("rows\n%v\nwant\n%v", got, want)
 	}
+	// DSH 0.1.0-rc.8 reads descriptor version 2 only, and every later
+	// child's descriptor is version 3: each is corrupt (the refused format
+	// still unavailable).
+	l := NewCorpusLister(c, nil, 0)
+	l.Profile = dshcompat.RC8
+	rows, err = l.ListChildren(ctx, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range want {
+		want[id] = "diagnostic    corrupt"
+	}
+	want["c-v5"] = "diagnostic    unavailable"
+	if got := rowsByID(rows); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("rc.8 rows\n%v\nwant\n%v", got, want)
+	}
 	_, err = src.Read(ctx, "c-v5")
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("session.v5.jsonl")) {
 		t.Fatalf("c-v5 refusal %v does not name the file", err)
 	}
+}
+
+// rowsByID renders rows as "kind mode label activity reason" by id.
+func rowsByID(rows []Row) map[string]string {
+	got := map[string]string{}
+	for _, r := range rows {
+		label := ""
+		if r.Label != nil {
+			label = *r.Label
+		}
+		got[r.ID] = fmt.Sprintf("%s %s %s %s %s", r.Kind, r.Mode, label, r.Activity, r.Reason)
+	}
+	return got
 }

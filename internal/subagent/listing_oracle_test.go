@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dsh-project/dsh/internal/checkpoint"
+	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/render"
@@ -19,7 +20,8 @@ import (
 // Every DSH oracle corpus, in every storage variant, imported into a dsh
 // store, lists exactly as DSH listed it — rows byte for byte in DSH's key
 // order, and the list_agents text — with the checkpoint cache empty (every
-// child read from its log) and filled (as writers leave it).
+// child read from its log) and filled (as writers leave it) — under the
+// 0.1.0-rc.8 profile and under seeds alike.
 func TestOracleListings(t *testing.T) {
 	for _, name := range dshfixtures.OracleCorpora {
 		exp := dshfixtures.LoadOracle(t, name)
@@ -39,44 +41,47 @@ func TestOracleListings(t *testing.T) {
 		}
 		for variant, open := range variants {
 			for _, cached := range []bool{false, true} {
-				label := name + "/" + variant
-				if cached {
-					label += "+cache"
-				}
-				t.Run(label, func(t *testing.T) {
-					st := importOracle(t, open, cached)
-					l := subagent.NewStoreLister(st, st, 0)
-					for key, want := range exp.Listings {
-						list, scope := l.ListChildren, render.ScopeChildren
-						if want.Op == "descendants" {
-							list, scope = l.ListDescendants, render.ScopeDescendants
-						}
-						rows, err := list(context.Background(), want.ID)
-						if err != nil {
-							t.Fatalf("%s: %v", key, err)
-						}
-						var dshRows []json.RawMessage
-						if err := json.Unmarshal(want.Result, &dshRows); err != nil {
-							t.Fatal(err)
-						}
-						if len(rows) != len(dshRows) {
-							t.Errorf("%s: %d rows, DSH listed %d", key, len(rows), len(dshRows))
-							continue
-						}
-						for i, r := range rows {
-							dshRow, err := jsjson.Compact(dshRows[i])
+				for _, profile := range []dshcompat.Profile{dshcompat.Seeds, dshcompat.RC8} {
+					label := string(profile) + "/" + name + "/" + variant
+					if cached {
+						label += "+cache"
+					}
+					t.Run(label, func(t *testing.T) {
+						st := importOracle(t, open, cached)
+						l := subagent.NewStoreLister(st, st, 0)
+						l.Profile = profile
+						for key, want := range exp.Listings {
+							list, scope := l.ListChildren, render.ScopeChildren
+							if want.Op == "descendants" {
+								list, scope = l.ListDescendants, render.ScopeDescendants
+							}
+							rows, err := list(context.Background(), want.ID)
 							if err != nil {
+								t.Fatalf("%s: %v", key, err)
+							}
+							var dshRows []json.RawMessage
+							if err := json.Unmarshal(want.Result, &dshRows); err != nil {
 								t.Fatal(err)
 							}
-							if got := render.AppendListEntry(nil, r, scope); string(got) != string(dshRow) {
-								t.Errorf("%s row %d:\n got %s\n DSH %s", key, i, got, dshRow)
+							if len(rows) != len(dshRows) {
+								t.Errorf("%s: %d rows, DSH listed %d", key, len(rows), len(dshRows))
+								continue
+							}
+							for i, r := range rows {
+								dshRow, err := jsjson.Compact(dshRows[i])
+								if err != nil {
+									t.Fatal(err)
+								}
+								if got := render.AppendListEntry(nil, r, scope); string(got) != string(dshRow) {
+									t.Errorf("%s row %d:\n got %s\n DSH %s", key, i, got, dshRow)
+								}
+							}
+							if got := render.ListAgentsText(rows, scope); got != want.ListAgents.Text {
+								t.Errorf("%s list_agents:\n got %q\n DSH %q", key, got, want.ListAgents.Text)
 							}
 						}
-						if got := render.ListAgentsText(rows, scope); got != want.ListAgents.Text {
-							t.Errorf("%s list_agents:\n got %q\n DSH %q", key, got, want.ListAgents.Text)
-						}
-					}
-				})
+					})
+				}
 			}
 		}
 	}

@@ -162,14 +162,17 @@ func sortTogether(recs []corpus.Record, stored []storedRecord) {
 // final. It fills out for those and returns the indexes still needing a
 // read.
 func (l *Lister) resolveFromStored(recs []corpus.Record, stored []storedRecord, cold []int, out []Resolution) []int {
+	rc8 := l.rc8()
 	var pending []int
 	// The rows and identities served are cut from two slabs: one
 	// allocation each per listing instead of two per child.
 	rows := make([]Row, len(cold))
 	ids := make([]Identity, len(cold))
 	for k, i := range cold {
-		if rec := stored[i].rows; rec != nil && !recs[i].Header.IsSeeded() {
-			if id := l.cachedIdentity(rec, &ids[k]); id != nil {
+		// Later revision: unseeded children only. 0.1.0-rc.8: every cold
+		// child, its identity accepted only from its own suffix.
+		if rec := stored[i].rows; rec != nil && (rc8 || !recs[i].Header.IsSeeded()) {
+			if id := l.cachedIdentity(rec, &ids[k]); id != nil && (!rc8 || OwnSuffix(id.Seq, recs[i].Header.InheritedCut())) {
 				rows[k] = *childRow(id, ActivityInactive)
 				out[i] = Resolution{Row: &rows[k], Rung: RungCache, Identity: id}
 				continue

@@ -69,8 +69,10 @@ func registrySignature(reg *checkpoint.Registry) string {
 
 // resolveFold is resolveRead from a recorded registry fold of rec's log
 // (read with rec's header, so the lifecycle witness holds); ok is false
-// when the fold was recorded under another registry.
-func resolveFold(rec corpus.Record, signature string, fold []byte) (res Resolution, ok bool) {
+// when the fold was recorded under another registry. own is resolveFolded's.
+// The resolution is marked as folded by dsh: under 0.1.0-rc.8 its identity
+// is checked against its descriptor's version (checkFoldsRC8).
+func resolveFold(rec corpus.Record, signature string, fold []byte, own bool) (res Resolution, ok bool) {
 	sig, outcome, found := bytes.Cut(fold, []byte("\n"))
 	if !found || string(sig) != signature {
 		return Resolution{}, false
@@ -78,7 +80,9 @@ func resolveFold(rec corpus.Record, signature string, fold []byte) (res Resoluti
 	if failure, failed := bytes.CutPrefix(outcome, []byte("!")); failed {
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungRead, Cause: fmt.Errorf("%w: %s", ErrUnitFailed, failure)}, true
 	}
-	return resolveFolded(outcome, rec.Header.InheritedCut()), true
+	res = resolveFolded(outcome, rec.Header.InheritedCut(), own)
+	res.recordedFold = true
+	return res, true
 }
 
 // FoldDisagreement says how a registry fold recorded beside a log differs

@@ -64,4 +64,7 @@ type Resolution struct {
 	// Identity is the identity the ladder found, before the own-suffix
 	// check (nil when none was found).
 	Identity *Identity
+	// recordedFold marks a resolution taken from a registry fold the store
+	// recorded (dsh's fold, not a read).
+	recordedFold bool
 }

@@ -62,12 +62,14 @@ func NewLister(r ListingReader, live corpus.LiveSource, cache IdentityCache, col
 		verdicts, _ := r.(backend.ColdVerdictReader)
 		cold = batchColdReader{logColdReader{r}, b, verdicts}
 	}
+	descriptors, _ := r.(DescriptorReader)
 	return &Lister{
 		Headers:         r,
 		Live:            live,
 		Cold:            cold,
 		Cache:           cache,
 		Units:           NewRegistry(),
+		Descriptors:     descriptors,
 		ColdConcurrency: coldConcurrency,
 	}
 }
