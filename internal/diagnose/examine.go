@@ -13,6 +13,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/checkpoint"
+	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -78,7 +79,7 @@ func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution, 
 			// The cut of the header read with the events: a later
 			// format's cut is its tagged marker, which an enumerated
 			// header cannot know.
-			checkDescriptors(s, log.Events, log.Header.InheritedCut(), live)
+			checkDescriptors(s, log.Events, log.Header.InheritedCut(), live, a.opts.Profile.Or() == dshcompat.RC8)
 		}
 	}
 	if err := a.checkCache(ctx, s, log, res); err != nil {
@@ -230,9 +231,15 @@ func (d descriptorOutcome) String() string {
 	return string(d.desc.Mode) + " " + strconv.Quote(*d.desc.Label)
 }
 
-func parseDescriptorEvent(e session.Event) descriptorOutcome {
+// parseDescriptorEvent parses e's payload as dsh's seeds rules read it
+// (versions 2 and 3), or with rc8 as DSH 0.1.0-rc.8 does (version 2 only).
+func parseDescriptorEvent(e session.Event, rc8 bool) descriptorOutcome {
 	out := descriptorOutcome{seq: e.Seq}
-	d, err := subagent.ParseDescriptor(e.Data)
+	parse := subagent.ParseDescriptor
+	if rc8 {
+		parse = subagent.ParseDescriptorRC8
+	}
+	d, err := parse(e.Data)
 	switch {
 	case err != nil:
 		out.err = err
@@ -259,15 +266,22 @@ func descriptorVersion(data []byte) string {
 // subagent child's log. list folds the whole log, last descriptor wins;
 // resume takes the first descriptor of the own suffix (seq >= the inherited
 // cut). A running child without its own descriptor is in its creation
-// window, which is not a finding.
-func checkDescriptors(s *sessionAudit, events []session.Event, cut int64, live bool) {
+// window, which is not a finding. With rc8 the catalog's rules are DSH
+// 0.1.0-rc.8's: version 2 only, and an identity from the inherited seed
+// listed as the child's; resume's stay dsh's (versions 2 and 3).
+func checkDescriptors(s *sessionAudit, events []session.Event, cut int64, live, rc8 bool) {
 	var own, seed []descriptorOutcome
+	var resumeFirst *descriptorOutcome
 	for _, e := range events {
 		if e.Type != session.TypeDescriptor {
 			continue
 		}
-		d := parseDescriptorEvent(e)
+		d := parseDescriptorEvent(e, rc8)
 		if subagent.OwnSuffix(e.Seq, cut) {
+			if resumeFirst == nil {
+				r := parseDescriptorEvent(e, false)
+				resumeFirst = &r
+			}
 			own = append(own, d)
 		} else {
 			seed = append(seed, d)
@@ -278,6 +292,14 @@ func checkDescriptors(s *sessionAudit, events []session.Event, cut int64, live b
 		case live:
 		case len(seed) == 0:
 			s.add(DescriptorMissing, nil, "no subagent/descriptor event in the log: dsh list shows the child as corrupt and resume refuses it (NOT_RESUMABLE)")
+		case rc8:
+			last := seed[len(seed)-1]
+			listed := "dsh list shows the child as corrupt"
+			if last.desc != nil {
+				listed = "dsh list shows the ancestor's identity, " + last.String() + ", as DSH 0.1.0-rc.8 does (deviation #1)"
+			}
+			s.add(DescriptorAncestorOnly, seqOf(last.seq), "the only descriptor%s (seq%s %s) %s in the inherited seed (seedLength %d), copied from an ancestor: %s, and resume refuses it (NOT_RESUMABLE)",
+				plural(len(seed)), plural(len(seed)), seqList(seed), isAre(len(seed)), cut, listed)
 		default:
 			last := seed[len(seed)-1]
 			s.add(DescriptorAncestorOnly, seqOf(last.seq), "the only descriptor%s (seq%s %s) %s in the inherited seed (seedLength %d), copied from an ancestor: dsh list shows the child as corrupt (DSH 0.1.0-rc.8 listed the ancestor's identity, %s) and resume refuses it (NOT_RESUMABLE)",
@@ -292,10 +314,15 @@ func checkDescriptors(s *sessionAudit, events []session.Event, cut int64, live b
 			role = append(role, "it is the last descriptor, so dsh list shows the child as corrupt")
 		}
 		if i == 0 {
-			if d.err != nil {
+			switch r := resumeFirst; {
+			case r.err != nil:
 				role = append(role, "resume fails with this error")
-			} else {
+			case r.unsupports:
 				role = append(role, "resume refuses the child (NOT_RESUMABLE)")
+			default:
+				// Only under rc8: a version-3 payload, which dsh
+				// resume reads.
+				role = append(role, "dsh resume, which reads versions 2 and 3, takes it")
 			}
 		}
 		consequence := ""
@@ -305,17 +332,19 @@ func checkDescriptors(s *sessionAudit, events []session.Event, cut int64, live b
 		switch {
 		case d.err != nil:
 			s.add(DescriptorMalformed, seqOf(d.seq), "%s%s", d.err, consequence)
+		case d.unsupports && rc8:
+			s.add(DescriptorUnsupportedVersion, seqOf(d.seq), "descriptor version %s is not supported by DSH 0.1.0-rc.8 (it reads version %d)%s", d.version, subagent.DescriptorVersion, consequence)
 		case d.unsupports:
 			s.add(DescriptorUnsupportedVersion, seqOf(d.seq), "descriptor version %s is not supported (dsh reads versions %d and %d)%s", d.version, subagent.DescriptorVersion, subagent.DescriptorVersionLater, consequence)
 		}
 	}
 	if len(own) > 1 {
 		verdict := "they agree"
-		if own[0].String() != last.String() {
+		if resumeFirst.String() != last.String() {
 			verdict = "they differ"
 		}
 		s.add(DescriptorMultiple, seqOf(own[1].seq), "%d descriptors in the own suffix (seqs %s): dsh list uses the last (seq %d: %s), resume the first (seq %d: %s); %s",
-			len(own), seqList(own), last.seq, last, own[0].seq, own[0], verdict)
+			len(own), seqList(own), last.seq, last, resumeFirst.seq, resumeFirst, verdict)
 	}
 }
 
