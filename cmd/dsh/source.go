@@ -9,6 +9,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/checkpoint"
+	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -136,6 +137,14 @@ func (s *sourceFlags) openSource(ctx context.Context, a *app) (_ *corpusReader, 
 		a.warn(fmt.Sprintf("%s: %d record file(s) not used (read as cache misses), first: %s: %s", what, len(skips), skips[0].Path, skips[0].Reason))
 	}
 	if file != nil {
+		// DSH 0.1.0-rc.8 reads only its own aggregate file, never a later
+		// release's per-record cache: neither list nor diagnose uses one
+		// under that profile.
+		if profile, err := a.profile(); err != nil {
+			return nil, err
+		} else if profile == dshcompat.RC8 {
+			file = file.RC8Only()
+		}
 		if _, err := transfer.SeedCheckpoints(ctx, sc, file); err != nil {
 			return nil, err
 		}

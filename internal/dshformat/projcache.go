@@ -230,6 +230,22 @@ func (f *ProjcacheFile) LookupRC8(h session.Header) (map[string]ProjcacheRow, bo
 	return f.Lookup(h)
 }
 
+// RC8Only returns the cache as DSH 0.1.0-rc.8 reads it: f without the
+// records of a later release's per-record cache (f itself when it has
+// none).
+func (f *ProjcacheFile) RC8Only() *ProjcacheFile {
+	out := &ProjcacheFile{records: make(map[string]projcacheRecord, len(f.records))}
+	for id, rec := range f.records {
+		if !rec.perRecord {
+			out.records[id] = rec
+		}
+	}
+	if len(out.records) == len(f.records) {
+		return f
+	}
+	return out
+}
+
 // IDs returns the session ids the file holds records for, sorted.
 func (f *ProjcacheFile) IDs() []string {
 	ids := make([]string, 0, len(f.records))

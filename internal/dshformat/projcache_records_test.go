@@ -91,6 +91,10 @@ func TestProjcacheRecords(t *testing.T) {
 		}
 	}
 
+	if ids := f.RC8Only().IDs(); len(ids) != 0 {
+		t.Errorf("RC8Only kept per-record records %v", ids)
+	}
+
 	// The rc.8 aggregate serves format-0 sessions only.
 	agg, err := readCache(t, cacheDoc)
 	if err != nil {
@@ -102,6 +106,9 @@ func TestProjcacheRecords(t *testing.T) {
 	}
 	if _, ok := agg.LookupRC8(c1); !ok {
 		t.Fatal("rc.8's own aggregate record missed under LookupRC8")
+	}
+	if agg.RC8Only() != agg {
+		t.Fatal("RC8Only copied a cache that is all rc.8's")
 	}
 	c1.Version = 4
 	if _, ok := agg.Lookup(c1); ok {
