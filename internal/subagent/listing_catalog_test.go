@@ -557,20 +557,20 @@ func TestL33CacheFailureIsSilentMiss(t *testing.T) {
 func TestRung2RecordsNotServed(t *testing.T) {
 	cases := []struct {
 		name   string
-		record func(c *catalog, h session.Header)
+		record func(c *catalogue, h session.Header)
 	}{
-		{"wrong state version", func(c *catalog, h session.Header) {
+		{"wrong state version", func(c *catalogue, h session.Header) {
 			c.putCheckpoint(h, 3, checkpoint.Checkpoint{UnitKey: {Ver: 1, Seq: 2, Val: []byte(`{"identity":` + identityView("stale shape", 2) + `}`)}})
 		}},
-		{"foreign witness", func(c *catalog, h session.Header) {
+		{"foreign witness", func(c *catalogue, h session.Header) {
 			h.CreatedAt++
 			c.putCheckpoint(h, 3, identityRow("other lifecycle", 2))
 		}},
-		{"foreign cut", func(c *catalog, h session.Header) {
+		{"foreign cut", func(c *catalogue, h session.Header) {
 			h.SeedLength = new(int64)
 			c.putCheckpoint(h, 3, identityRow("other lifecycle", 2))
 		}},
-		{"view that fails the strict schema", func(c *catalog, h session.Header) {
+		{"view that fails the strict schema", func(c *catalogue, h session.Header) {
 			c.putCheckpoint(h, 3, checkpoint.Checkpoint{UnitKey: {Ver: UnitStateVersion, Seq: 2, Val: []byte(`{"identity":{"mode":"continuable","seq":2}}`)}})
 		}},
 	}

@@ -19,12 +19,12 @@ import (
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
-// catalog is the fixture of DSH's listChildren/listDescendants catalogue
+// catalogue is the fixture of DSH's listChildren/listDescendants catalogue
 // (semantics §10) on a real dsh store: a root session "parent", children
 // authored through the store's write paths, children "started" the way a dsh
 // writer lays them out (checkpoint included), and live holders published
 // through real leases with published snapshots.
-type catalog struct {
+type catalogue struct {
 	t   *testing.T
 	ctx context.Context
 	st  *sqlitepersist.Store
@@ -36,15 +36,15 @@ type catalog struct {
 	reads *observedReader
 }
 
-func newCatalog(t *testing.T) *catalog {
+func newCatalog(t *testing.T) *catalogue {
 	t.Helper()
-	c := &catalog{t: t, ctx: context.Background(), st: openTestStore(t), holder: sqlitepersist.NewLeaseHolder(time.Hour), clock: 1_789_000_000_000}
+	c := &catalogue{t: t, ctx: context.Background(), st: openTestStore(t), holder: sqlitepersist.NewLeaseHolder(time.Hour), clock: 1_789_000_000_000}
 	c.root("parent")
 	return c
 }
 
 // root stores a root session (no parent) with one completed turn.
-func (c *catalog) root(id string) {
+func (c *catalogue) root(id string) {
 	c.t.Helper()
 	h := session.Header{ID: id, CreatedAt: c.tick(), Cwd: strp("/work")}
 	if err := c.st.CreateSession(c.ctx, h, turnEvents(0, 1)); err != nil {
@@ -52,14 +52,14 @@ func (c *catalog) root(id string) {
 	}
 }
 
-func (c *catalog) tick() int64 {
+func (c *catalogue) tick() int64 {
 	c.clock++
 	return c.clock
 }
 
 // lister is DSH's default catalogue fixture: persistence and the projection
 // registry, no projection cache (no rung 2).
-func (c *catalog) lister() *Lister {
+func (c *catalogue) lister() *Lister {
 	l := c.cachedLister()
 	l.Cache = nil
 	return l
@@ -67,7 +67,7 @@ func (c *catalog) lister() *Lister {
 
 // cachedLister is the store-backed lister with the checkpoint cache mounted,
 // as `dsh list` builds it.
-func (c *catalog) cachedLister() *Lister {
+func (c *catalogue) cachedLister() *Lister {
 	l := NewStoreLister(c.st, c.st, 0)
 	c.reads = &observedReader{ColdReader: l.Cold, counts: map[string]int{}}
 	l.Cold = c.reads
@@ -96,7 +96,7 @@ func authoredHeader(id string, opts ...headerOpt) session.Header {
 
 // author is the catalogue's authorChild(id, header, events), written through
 // the store's validating CreateSession.
-func (c *catalog) author(id string, events []session.Event, opts ...headerOpt) session.Header {
+func (c *catalogue) author(id string, events []session.Event, opts ...headerOpt) session.Header {
 	c.t.Helper()
 	h := authoredHeader(id, opts...)
 	if err := c.st.CreateSession(c.ctx, h, events); err != nil {
@@ -107,7 +107,7 @@ func (c *catalog) author(id string, events []session.Event, opts ...headerOpt) s
 
 // authorInvalid stores a log the validating write paths refuse, through
 // ImportSession (the faithful path a foreign corpus takes).
-func (c *catalog) authorInvalid(id string, events []session.Event, opts ...headerOpt) {
+func (c *catalogue) authorInvalid(id string, events []session.Event, opts ...headerOpt) {
 	c.t.Helper()
 	res, err := c.st.ImportSession(c.ctx, authoredHeader(id, opts...), events, nil)
 	if err != nil {
@@ -123,19 +123,19 @@ func (c *catalog) authorInvalid(id string, events []session.Event, opts ...heade
 // (semantics §7.2) — the creation seed (descriptor, end-seed, delegated
 // approval policy), one completed turn appended after it, and the checkpoint
 // record written at the turn's end.
-func (c *catalog) startChild(parent, label string) string {
+func (c *catalogue) startChild(parent, label string) string {
 	c.t.Helper()
 	return c.start(parent, continuableSpawn(label))
 }
 
 // startOneShot is a real one-shot start: the descriptor inside the first
 // turn, after the inbox claim.
-func (c *catalog) startOneShot(parent string, label *string) string {
+func (c *catalogue) startOneShot(parent string, label *string) string {
 	c.t.Helper()
 	return c.start(parent, oneShotSpawn(label))
 }
 
-func (c *catalog) start(parent string, layout childLayout) string {
+func (c *catalogue) start(parent string, layout childLayout) string {
 	c.t.Helper()
 	id := uuid.NewString()
 	depth := int64(1)
@@ -157,7 +157,7 @@ func (c *catalog) start(parent string, layout childLayout) string {
 
 // checkpoint writes h's checkpoint record for events, as a writer does at a
 // turn/end.
-func (c *catalog) checkpoint(h session.Header, events []session.Event) {
+func (c *catalogue) checkpoint(h session.Header, events []session.Event) {
 	c.t.Helper()
 	reg := NewRegistry()
 	f := reg.NewFold()
@@ -172,7 +172,7 @@ func (c *catalog) checkpoint(h session.Header, events []session.Event) {
 }
 
 // putCheckpoint writes a checkpoint record for h holding exactly rows.
-func (c *catalog) putCheckpoint(h session.Header, asOfSeq int64, rows checkpoint.Checkpoint) {
+func (c *catalogue) putCheckpoint(h session.Header, asOfSeq int64, rows checkpoint.Checkpoint) {
 	c.t.Helper()
 	if err := checkpoint.NewCache(c.st, NewRegistry()).Put(c.ctx, h, asOfSeq, rows); err != nil {
 		c.t.Fatal(err)
@@ -180,7 +180,7 @@ func (c *catalog) putCheckpoint(h session.Header, asOfSeq int64, rows checkpoint
 }
 
 // exec runs SQL on the store's file: how tests damage stored rows.
-func (c *catalog) exec(query string, args ...any) {
+func (c *catalogue) exec(query string, args ...any) {
 	c.t.Helper()
 	if _, err := c.st.Querier().ExecContext(c.ctx, query, args...); err != nil {
 		c.t.Fatalf("%s: %v", query, err)
@@ -191,14 +191,14 @@ func (c *catalog) exec(query string, args ...any) {
 // header is in the store (created now, with no events, if it is not there
 // yet) and a holder leases it. view is the holder's published raw subagent
 // view; "" = nothing published yet.
-func (c *catalog) holdLive(h session.Header, view string) {
+func (c *catalogue) holdLive(h session.Header, view string) {
 	c.t.Helper()
 	c.holdLiveSnapshot(h, view, "")
 }
 
 // holdLiveSnapshot is holdLive with a holder whose subagent unit failed when
 // unitFailure is set.
-func (c *catalog) holdLiveSnapshot(h session.Header, view, unitFailure string) {
+func (c *catalogue) holdLiveSnapshot(h session.Header, view, unitFailure string) {
 	c.t.Helper()
 	if _, err := c.st.Header(c.ctx, h.ID); errors.Is(err, sqlitepersist.ErrNotFound) {
 		if err := c.st.CreateSession(c.ctx, h, nil); err != nil {
@@ -345,11 +345,11 @@ func expectRows(t *testing.T, rows []Row, err error, want ...string) {
 	}
 }
 
-func (c *catalog) children(l *Lister, parent string) ([]Row, error) {
+func (c *catalogue) children(l *Lister, parent string) ([]Row, error) {
 	return l.ListChildren(c.ctx, parent)
 }
 
-func (c *catalog) descendants(l *Lister, root string) ([]Row, error) {
+func (c *catalogue) descendants(l *Lister, root string) ([]Row, error) {
 	return l.ListDescendants(c.ctx, root)
 }
 
