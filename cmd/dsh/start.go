@@ -181,6 +181,12 @@ turn, a one-shot child's descriptor inside it, after the inbox claim; then
 the delegated approval policy, the message through the inbox, the provider's
 reply and turn/end.
 
+Under a parent of a later DSH session format (2-4) the child is written in
+the parent's format, and the child's subagent/catalog fact is appended to the
+parent's log in the same transaction, as DSH 0.1.7 records the children it
+starts; a parent whose own turn another live process is running refuses the
+start (NOT_DELIVERED) and nothing is written.
+
 The turn is answered offline: --provider echo replies "echo: <message>";
 --exec CMD runs CMD through /bin/sh with the message on stdin and replies
 with its stdout. A command that fails or runs past --timeout ends the turn
@@ -188,7 +194,7 @@ with an error reason (a warning; the child is started). While the turn runs
 the child is leased: other processes list it as running and cannot resume
 it. SIGINT ends the turn as aborted by the user and exits 130.
 
-` + exitStatusHelp(exitLine{exitConflict, "another live process holds the child (NOT_DELIVERED); nothing written"}),
+` + exitStatusHelp(exitLine{exitConflict, "another live process holds the child, or the later-format parent (NOT_DELIVERED); nothing written"}),
 		Example: `  dsh start --parent 11111111-1111-4111-8111-111111111111 --label "Reply with CHILD_OK" --message "Reply with exactly CHILD_OK"
   dsh start --parent my-session --mode one-shot --fork --message "What was the codeword?"
   echo "summarize" | dsh start --parent my-session --label sum --exec 'wc -w' --timeout 30s --message - -o json`,

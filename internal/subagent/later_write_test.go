@@ -3,11 +3,15 @@ package subagent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshfixtures"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/session"
@@ -265,5 +269,212 @@ func TestResumeLaterFormat(t *testing.T) {
 				t.Errorf("the resumed log fails its format's validation: %v", err)
 			}
 		})
+	}
+}
+
+// laterRoot stores a later-format root session id with one completed turn.
+func (e *runtimeEnv) laterRoot(id string, version int64) {
+	e.t.Helper()
+	cwd := "/work/project"
+	h := session.Header{Version: version, ID: id, CreatedAt: 1, Cwd: &cwd, DelegationDepth: ptr64(0)}
+	turn := []session.Event{
+		{Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`{"turn":1}`)},
+		{Type: session.TypeUserMessage, Seq: 1, Time: 1, Data: userMessageData("m-root", "hello", userSource), SurfaceOp: json.RawMessage(`"append"`)},
+		{Type: session.TypeTurnEnd, Seq: 2, Time: 1, Data: json.RawMessage(`{"turn":1,"reason":{"kind":"completed"}}`)},
+	}
+	if err := e.st.CreateSession(e.ctx, h, turn); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// A start under a later-format parent appends the child's catalog fact to
+// the parent's log, in the transaction that admits the child's prompt:
+// version 0, the child's id and header createdAt, its mode and (when it has
+// one) label, in DSH's key order — for continuable and one-shot children,
+// fresh or forked, as DSH 0.1.7 catalogs every local child. The parent's
+// earlier events are untouched and its lease is released. A format-0
+// parent gets no fact.
+func TestStartAppendsCatalogFact(t *testing.T) {
+	for _, version := range []int64{2, 3, 4} {
+		e := newRuntimeEnv(t)
+		e.laterRoot("p4", version)
+		before := e.events("p4")
+		reqs := []StartRequest{
+			{Parent: "p4", ChildID: "c1", Mode: ModeContinuable, Label: labelp("first \"one\""), Message: "m"},
+			{Parent: "p4", ChildID: "c2", Mode: ModeOneShot, Message: "m"},
+			{Parent: "p4", ChildID: "c3", Mode: ModeOneShot, Label: labelp("forked"), Fork: true, Message: "m"},
+			{Parent: "p4", ChildID: "c4", Mode: ModeContinuable, Label: labelp("forked too"), Fork: true, Message: "m"},
+		}
+		for _, req := range reqs {
+			e.start(req)
+		}
+		after := e.events("p4")
+		for i, ev := range before {
+			if mustJSON(t, after[i]) != mustJSON(t, ev) {
+				t.Fatalf("v%d: parent event %d changed", version, i)
+			}
+		}
+		facts := after[len(before):]
+		if len(facts) != len(reqs) {
+			t.Fatalf("v%d: parent gained %s, want %d catalog facts", version, typesOf(facts), len(reqs))
+		}
+		for i, req := range reqs {
+			h, err := e.st.Header(e.ctx, req.ChildID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `{"version":0,"childId":"` + req.ChildID + `","childCreatedAt":` + jsonInt(h.CreatedAt) + `,"mode":"` + string(req.Mode) + `"`
+			if req.Label != nil {
+				want += `,"label":` + jsonString(*req.Label)
+			}
+			want += "}"
+			if f := facts[i]; f.Type != session.TypeCatalog || string(f.Data) != want || f.SurfaceOp != nil || f.HasSourceEventSeqs {
+				t.Errorf("v%d: fact %d = %s %s, want %s", version, i, f.Type, f.Data, want)
+			}
+		}
+		in, err := e.st.Inspect(e.ctx, "p4")
+		if err != nil || !in.Verified || len(in.Closers) != 0 {
+			t.Fatalf("v%d: parent after the starts: %v", version, err)
+		}
+		if ls, _ := e.st.Leases(e.ctx); len(ls) != 0 {
+			t.Errorf("v%d: leases after the starts: %+v", version, ls)
+		}
+	}
+
+	e := newRuntimeEnv(t)
+	before := e.events("p")
+	e.continuable("c", "work")
+	if after := e.events("p"); len(after) != len(before) {
+		t.Errorf("a format-0 parent gained %s", typesOf(after[len(before):]))
+	}
+}
+
+func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// The fact dsh appends for the child DSH forked in its V4 snapshot is
+// DSH's own fact for it, up to the child's id and createdAt.
+func TestCatalogFactMatchesDSH(t *testing.T) {
+	parent := laterSnapshot(t, "v4/snapshots/sdk/subagent-fork-in-process/session.v4.jsonl")
+	child := laterSnapshot(t, "v4/snapshots/sdk/subagent-fork-in-process/session.1.v4.jsonl")
+	facts := eventsOf(parent.Events, session.TypeCatalog)
+	if len(facts) != 1 {
+		t.Fatalf("DSH's parent holds %d catalog facts", len(facts))
+	}
+	cut := int(child.Header.InheritedCut())
+	e := newRuntimeEnv(t)
+	if _, err := e.st.ImportSession(e.ctx, parent.Header, parent.Events[:cut], nil); err != nil {
+		t.Fatal(err)
+	}
+	text, label := promptOf(t, child.Events[cut:])
+	res := e.start(StartRequest{Parent: laterParent, Mode: ModeContinuable, Label: label, Fork: true, Message: text})
+	h, _ := e.st.Header(e.ctx, res.ChildID)
+	ours := e.events(laterParent)[cut]
+	want := strings.NewReplacer(`"childId":"c"`, `"childId":"`+res.ChildID+`"`,
+		jsonInt(child.Header.CreatedAt), jsonInt(h.CreatedAt)).Replace(string(facts[0].Data))
+	if ours.Type != session.TypeCatalog || string(ours.Data) != want {
+		t.Errorf("fact\n dsh %s %s\n DSH %s", ours.Type, ours.Data, want)
+	}
+}
+
+// A parent another live process holds (its own turn running) refuses the
+// start with NOT_DELIVERED, and nothing at all is written: no child, no
+// fact. A crashed holder's expired lease is taken over: the parent's
+// interrupted turn is closed first, then the fact follows.
+func TestStartCatalogParentLease(t *testing.T) {
+	e := newRuntimeEnv(t)
+	e.laterRoot("p4", 4)
+	other := backend.LeaseHolder{ID: "other", PID: 1, Host: "elsewhere", TTL: time.Hour}
+	if _, err := e.st.AcquireLease(e.ctx, "p4", other); err != nil {
+		t.Fatal(err)
+	}
+	before := e.state()
+	_, err := e.rt.Start(e.ctx, StartRequest{Parent: "p4", ChildID: "c", Mode: ModeContinuable, Label: labelp("l"), Message: "m", MaxDepth: 2})
+	if !errors.Is(err, backend.ErrLeaseHeld) || dsherr.CodeOf(err) != dsherr.NotDelivered || !strings.Contains(err.Error(), `subagent "c" not started`) {
+		t.Fatalf("start under a held parent: %v (code %s)", err, dsherr.CodeOf(err))
+	}
+	if after := e.state(); after != before {
+		t.Fatalf("a refused start wrote:\nbefore\n%s\nafter\n%s", before, after)
+	}
+
+	// The holder crashed inside an open turn; its lease has lapsed.
+	open := []session.Event{{Type: session.TypeTurnStart, Seq: 3, Time: 2, Data: json.RawMessage(`{"turn":2}`)}}
+	if err := e.st.Append(e.ctx, "p4", 3, open); err != nil {
+		t.Fatal(err)
+	}
+	crashed := backend.LeaseHolder{ID: "crashed", PID: 2, Host: "elsewhere", TTL: time.Millisecond}
+	if err := e.st.ReleaseLease(e.ctx, "p4", other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AcquireLease(e.ctx, "p4", crashed); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the crashed lease to lapse", func() bool { live, _ := e.st.LiveSessions(e.ctx); return len(live) == 0 })
+	e.start(StartRequest{Parent: "p4", ChildID: "c", Mode: ModeContinuable, Label: labelp("l"), Message: "m"})
+	if got, want := typesOf(e.events("p4")[3:]), "turn/start turn/end subagent/catalog"; got != want {
+		t.Errorf("parent's tail %s, want %s", got, want)
+	}
+	if ls, _ := e.st.Leases(e.ctx); len(ls) != 0 {
+		t.Errorf("leases after the start: %+v", ls)
+	}
+}
+
+// Starts racing under one later-format parent each append their fact: the
+// parent's lease and the store's transaction serialise them, none is lost
+// or refused, and the parent's log stays dense and valid.
+func TestStartCatalogRace(t *testing.T) {
+	e := newRuntimeEnv(t)
+	e.laterRoot("p4", 4)
+	const n = 6
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			label := "l"
+			_, err := e.rt.Start(e.ctx, StartRequest{Parent: "p4", ChildID: "c" + jsonInt(int64(i)), Mode: ModeContinuable, Label: &label, Message: "m", MaxDepth: 2})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("a racing start failed: %v", err)
+		}
+	}
+	in, err := e.st.Inspect(e.ctx, "p4")
+	if err != nil || !in.Verified {
+		t.Fatalf("parent after the race: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, f := range eventsOf(in.Events, session.TypeCatalog) {
+		var fact struct{ ChildID string }
+		if err := json.Unmarshal(f.Data, &fact); err != nil {
+			t.Fatal(err)
+		}
+		seen[fact.ChildID] = true
+	}
+	if len(seen) != n || len(in.Events) != 3+n {
+		t.Fatalf("facts for %v in %d events, want %d distinct after the 3 of the root", seen, len(in.Events), n)
+	}
+}
+
+// A later-format parent whose log cannot be appended to (a seq gap: DSH's
+// inspect refuses it as corrupt) refuses the start with that failure, and
+// nothing is written.
+func TestStartCatalogUnwritableParent(t *testing.T) {
+	e := newRuntimeEnv(t)
+	cwd := "/work/project"
+	h := session.Header{Version: 4, ID: "p4", CreatedAt: 1, Cwd: &cwd, DelegationDepth: ptr64(0)}
+	gap := []session.Event{
+		{Type: session.TypeTurnStart, Seq: 0, Time: 1, Data: json.RawMessage(`{"turn":1}`)},
+		{Type: session.TypeTurnEnd, Seq: 2, Time: 1, Data: json.RawMessage(`{"turn":1,"reason":{"kind":"completed"}}`)},
+	}
+	if _, err := e.st.ImportSession(e.ctx, h, gap, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := e.state()
+	_, err := e.rt.Start(e.ctx, StartRequest{Parent: "p4", ChildID: "c", Mode: ModeOneShot, Message: "m", MaxDepth: 2})
+	if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), `subagent "c" not started: parent "p4" cannot be appended to`) {
+		t.Fatalf("start under an invalid parent: %v", err)
+	}
+	if after := e.state(); after != before {
+		t.Fatalf("a refused start wrote:\nbefore\n%s\nafter\n%s", before, after)
 	}
 }

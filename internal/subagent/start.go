@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/catalog"
 	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
@@ -139,6 +140,9 @@ type startPlan struct {
 	seed   []session.Event
 	holder backend.LeaseHolder
 	turn   turnSpec
+	// catalogFact, when set, is the subagent/catalog payload appended to
+	// the parent's log (a later-format parent).
+	catalogFact []byte
 }
 
 // Start creates a child and runs its first turn. Checks, in order: the
@@ -281,6 +285,12 @@ func (rt *Runtime) planStart(ctx context.Context, req StartRequest) (*startPlan,
 		plan.turn.descriptor = descData
 	}
 	plan.seed = seed.events
+	if shapes.later {
+		plan.catalogFact, err = catalog.LiveFact(h.ID, h.CreatedAt, catalog.Mode(req.Mode), req.Label)
+		if err != nil {
+			return nil, dsherr.Wrap(dsherr.InvalidInput, err, "subagent catalog fact")
+		}
+	}
 	return plan, nil
 }
 
@@ -298,9 +308,10 @@ func (b *seedBuilder) add(typ string, data []byte) {
 
 // begin writes the child's header and creation seed, takes its lease and
 // writes the first batch of its first turn (the delegated approval policy,
-// then the turn up to the user message), publishing its live snapshot, in
-// one transaction: a start that fails before the provider runs leaves
-// nothing behind.
+// then the turn up to the user message), publishing its live snapshot, and
+// under a later-format parent appends the child's catalog fact to the
+// parent's log (see appendCatalogFact), in one transaction: a start that
+// fails before the provider runs leaves nothing behind.
 func (rt *Runtime) begin(ctx context.Context, plan *startPlan) (*childWriter, error) {
 	w := rt.newChildWriter(plan.holder, plan.header, plan.seed)
 	w.add(session.TypeApproval, policyData)
@@ -316,13 +327,54 @@ func (rt *Runtime) begin(ctx context.Context, plan *startPlan) (*childWriter, er
 			return err
 		}
 		logLease(ctx, "acquired", plan.header.ID, plan.holder.ID, nil)
-		return w.writePending(ctx, tx)
+		if err := w.writePending(ctx, tx); err != nil {
+			return err
+		}
+		if plan.catalogFact == nil {
+			return nil
+		}
+		return rt.appendCatalogFact(ctx, tx, plan)
 	})
 	if err != nil {
 		return nil, err
 	}
 	w.committed()
 	return w, nil
+}
+
+// appendCatalogFact appends the child's subagent/catalog fact to its
+// parent's log inside tx, as DSH 0.1.7's parent records a child it started
+// (docs/dsh-compatibility.md, "What start writes to the parent"): after the
+// child's initial prompt is admitted, which is the batch tx already holds.
+// The parent is written like any session a writer takes: under its lease,
+// taken and released inside tx, so a parent whose turn another live process
+// is running refuses the start (NOT_DELIVERED) instead of growing under
+// that writer; after the repairing load, which drops a torn tail and closes
+// an interrupted turn of a crashed holder, as a resume does; then the fact
+// at the log's next seq.
+func (rt *Runtime) appendCatalogFact(ctx context.Context, tx backend.Store, plan *startPlan) error {
+	parent := plan.header.Parent()
+	if _, err := tx.AcquireLease(ctx, parent, plan.holder); err != nil {
+		logLease(ctx, "refused", parent, plan.holder.ID, err)
+		var held *dsherr.Error
+		if errors.As(err, &held) && held.Code == dsherr.NotDelivered {
+			return &dsherr.Error{Code: dsherr.NotDelivered, Msg: fmt.Sprintf("subagent %q not started: its catalog fact cannot be appended to the parent: %s", plan.header.ID, held.Msg), Err: err}
+		}
+		return err
+	}
+	logLease(ctx, "acquired", parent, plan.holder.ID, nil)
+	loaded, err := tx.Load(ctx, parent)
+	if err != nil {
+		return fmt.Errorf("subagent %q not started: parent %q cannot be appended to: %w", plan.header.ID, parent, err)
+	}
+	next := int64(len(loaded.Events) + len(loaded.Closers))
+	fact := session.Event{Type: session.TypeCatalog, Seq: next, Time: rt.now().UnixMilli(), Data: plan.catalogFact}
+	if err := tx.Append(ctx, parent, next, []session.Event{fact}); err != nil {
+		return fmt.Errorf("subagent %q not started: append its catalog fact to parent %q: %w", plan.header.ID, parent, err)
+	}
+	err = tx.ReleaseLease(ctx, parent, plan.holder)
+	logLease(ctx, "released", parent, plan.holder.ID, err)
+	return err
 }
 
 func duplicateChild(id string, cause error) error {
