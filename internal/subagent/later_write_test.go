@@ -14,6 +14,8 @@ import (
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshfixtures"
 	"github.com/dsh-project/dsh/internal/dshformat"
+	"github.com/dsh-project/dsh/internal/pgstore"
+	"github.com/dsh-project/dsh/internal/pgtest"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -275,6 +277,11 @@ func TestResumeLaterFormat(t *testing.T) {
 // laterRoot stores a later-format root session id with one completed turn.
 func (e *runtimeEnv) laterRoot(id string, version int64) {
 	e.t.Helper()
+	laterRootIn(e.t, e.st, id, version)
+}
+
+func laterRootIn(t testing.TB, st backend.Writer, id string, version int64) {
+	t.Helper()
 	cwd := "/work/project"
 	h := session.Header{Version: version, ID: id, CreatedAt: 1, Cwd: &cwd, DelegationDepth: ptr64(0)}
 	turn := []session.Event{
@@ -282,8 +289,8 @@ func (e *runtimeEnv) laterRoot(id string, version int64) {
 		{Type: session.TypeUserMessage, Seq: 1, Time: 1, Data: userMessageData("m-root", "hello", userSource), SurfaceOp: json.RawMessage(`"append"`)},
 		{Type: session.TypeTurnEnd, Seq: 2, Time: 1, Data: json.RawMessage(`{"turn":1,"reason":{"kind":"completed"}}`)},
 	}
-	if err := e.st.CreateSession(e.ctx, h, turn); err != nil {
-		e.t.Fatal(err)
+	if err := st.CreateSession(context.Background(), h, turn); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -420,16 +427,33 @@ func TestStartCatalogParentLease(t *testing.T) {
 
 // Starts racing under one later-format parent each append their fact: the
 // parent's lease and the store's transaction serialise them, none is lost
-// or refused, and the parent's log stays dense and valid.
+// or refused, and the parent's log stays dense and valid. On SQLite and
+// PostgreSQL (whose lease acquisition locks the parent's row).
 func TestStartCatalogRace(t *testing.T) {
-	e := newRuntimeEnv(t)
-	e.laterRoot("p4", 4)
+	t.Run("sqlite", func(t *testing.T) {
+		e := newRuntimeEnv(t)
+		raceStarts(t, e.st)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		st, err := pgstore.Open(context.Background(), pgtest.NewDatabase(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		raceStarts(t, st)
+	})
+}
+
+func raceStarts(t *testing.T, st backend.Backend) {
+	ctx := context.Background()
+	laterRootIn(t, st, "p4", 4)
+	rt := &Runtime{Store: st}
 	const n = 6
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
 			label := "l"
-			_, err := e.rt.Start(e.ctx, StartRequest{Parent: "p4", ChildID: "c" + jsonInt(int64(i)), Mode: ModeContinuable, Label: &label, Message: "m", MaxDepth: 2})
+			_, err := rt.Start(ctx, StartRequest{Parent: "p4", ChildID: "c" + jsonInt(int64(i)), Mode: ModeContinuable, Label: &label, Message: "m", MaxDepth: 2})
 			errs <- err
 		}()
 	}
@@ -438,7 +462,7 @@ func TestStartCatalogRace(t *testing.T) {
 			t.Fatalf("a racing start failed: %v", err)
 		}
 	}
-	in, err := e.st.Inspect(e.ctx, "p4")
+	in, err := st.Inspect(ctx, "p4")
 	if err != nil || !in.Verified {
 		t.Fatalf("parent after the race: %v", err)
 	}
@@ -452,6 +476,9 @@ func TestStartCatalogRace(t *testing.T) {
 	}
 	if len(seen) != n || len(in.Events) != 3+n {
 		t.Fatalf("facts for %v in %d events, want %d distinct after the 3 of the root", seen, len(in.Events), n)
+	}
+	if ls, _ := st.Leases(ctx); len(ls) != 0 {
+		t.Errorf("leases after the race: %+v", ls)
 	}
 }
 
