@@ -379,7 +379,7 @@ func (t pathTarget) set(raw any) error {
 	if s == "" {
 		return errors.New("no database path (set --db, DSH_DB or db in the config file)")
 	}
-	if pgstore.IsURL(s) {
+	if pgstore.IsConnString(s) {
 		// A PostgreSQL URL is passed to the driver as written.
 		*t.p = s
 		return nil

@@ -14,7 +14,8 @@ import (
 )
 
 // catalog is an open dsh database on either backend: the embedded SQLite
-// file (the default) or a PostgreSQL catalog (a postgres:// URL as --db).
+// file (the default) or a PostgreSQL catalog (a postgres:// URL or a libpq
+// keyword/value string as --db).
 // Commands see the backend contract and nothing of the dialect.
 type catalog interface {
 	backend.Backend
@@ -31,7 +32,7 @@ func (a *app) openStore(ctx context.Context) (catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pgstore.IsURL(cfg.DB) {
+	if pgstore.IsConnString(cfg.DB) {
 		return nilOnError(pgstore.Open(ctx, cfg.DB))
 	}
 	return nilOnError(sqlitepersist.Open(ctx, cfg.DB, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout, BusyTimeoutSet: true}))
@@ -56,7 +57,7 @@ func (a *app) openReadOnlyAt(ctx context.Context, db string) (catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pgstore.IsURL(db) {
+	if pgstore.IsConnString(db) {
 		return nilOnError(pgstore.OpenReadOnly(ctx, db))
 	}
 	return nilOnError(sqlitepersist.OpenReadOnly(ctx, db, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout, BusyTimeoutSet: true}))

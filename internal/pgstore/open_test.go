@@ -3,6 +3,8 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +44,37 @@ func TestOpenMigratesOnceAndRecords(t *testing.T) {
 	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM "+migrationsTable).Scan(&n); err != nil || n != latest {
 		t.Fatalf("after reopen: recorded migrations = %d, %v; want %d", n, err, latest)
 	}
+}
+
+// A libpq keyword/value string opens the same database as its URL, and
+// names it with the password redacted.
+func TestOpenKeywordValue(t *testing.T) {
+	ctx := context.Background()
+	u, err := url.Parse(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := fmt.Sprintf("host=%s dbname=%s user=%s", u.Hostname(), strings.TrimPrefix(u.Path, "/"), u.User.Username())
+	if port := u.Port(); port != "" {
+		kv += " port=" + port
+	}
+	pass, _ := u.User.Password()
+	kv += " password='" + strings.ReplaceAll(pass, "'", `\'`) + "'"
+	if mode := u.Query().Get("sslmode"); mode != "" {
+		kv += " sslmode=" + mode
+	}
+	s := openT(t, kv)
+	if v, err := s.SchemaVersion(ctx); err != nil || v == 0 {
+		t.Fatalf("SchemaVersion = %d, %v", v, err)
+	}
+	if !strings.Contains(s.Path(), "password=xxxxx") || (pass != "" && strings.Contains(s.Path(), pass)) {
+		t.Errorf("Path() = %q, want the password redacted", s.Path())
+	}
+	ro, err := OpenReadOnly(ctx, kv)
+	if err != nil {
+		t.Fatalf("OpenReadOnly: %v", err)
+	}
+	ro.Close()
 }
 
 // Several machines running `dsh init` at once: the advisory lock makes one
@@ -158,6 +191,13 @@ func TestConnectionErrors(t *testing.T) {
 		// Port 1 on the loopback: nothing listens, the connection is refused.
 		_, err := Open(ctx, "postgres://someone:hunter2@127.0.0.1:1/dsh?sslmode=disable")
 		wantStoreError(t, err, ErrUnreachable, "cannot connect", "127.0.0.1")
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("error shows the password: %v", err)
+		}
+	})
+	t.Run("unreachable keyword/value", func(t *testing.T) {
+		_, err := Open(ctx, "host=127.0.0.1 port=1 user=someone password='hunter2' dbname=dsh sslmode=disable")
+		wantStoreError(t, err, ErrUnreachable, "cannot connect", "127.0.0.1", "password=xxxxx")
 		if strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("error shows the password: %v", err)
 		}

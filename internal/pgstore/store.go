@@ -74,7 +74,8 @@ type Store struct {
 	savepoints int
 }
 
-// Open connects to the database at dsn (a postgres:// URL; libpq's
+// Open connects to the database at dsn (a postgres:// URL or a libpq
+// keyword/value string; libpq's
 // environment variables fill in what it leaves out) for reading and writing
 // and applies pending migrations under an advisory lock, so several
 // machines may run it at once.
@@ -110,7 +111,7 @@ func connect(ctx context.Context, dsn string, readOnly bool) (*Store, error) {
 	secrets := urlSecrets(dsn)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, dsherr.New(dsherr.InvalidInput, "invalid PostgreSQL URL %s: %s", name, scrub(err.Error(), secrets))
+		return nil, dsherr.New(dsherr.InvalidInput, "invalid PostgreSQL connection string %s: %s", name, scrub(err.Error(), secrets))
 	}
 	if p := cfg.ConnConfig.Password; p != "" {
 		secrets = append(secrets, p) // PGPASSWORD or a pgpass entry
@@ -147,6 +148,9 @@ func connect(ctx context.Context, dsn string, readOnly bool) (*Store, error) {
 // urlSecrets returns the password written in dsn, if any, so that it can be
 // scrubbed from messages that quote the URL.
 func urlSecrets(dsn string) []string {
+	if !IsURL(dsn) {
+		return keywordSecrets(dsn)
+	}
 	var out []string
 	if u, err := url.Parse(dsn); err == nil {
 		if p, ok := u.User.Password(); ok && p != "" {
