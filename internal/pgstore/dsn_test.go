@@ -30,17 +30,17 @@ func TestIsURL(t *testing.T) {
 // merely holds an '=' does not.
 func TestIsConnString(t *testing.T) {
 	for db, want := range map[string]bool{
-		"postgres://u@h/db":                                 true,
-		"host=db.example user=alice password=S dbname=dsh":  true,
-		"  dbname = dsh":                                    true,
-		"user=alice":                                        true,
-		"service=dsh":                                       true,
-		"HOST=db":                                           false, // libpq keywords are lower case
-		"/var/lib/dsh/x=y.db":                               false,
-		"mode=rw.db":                                        false,
-		"a=b c=d":                                           false,
-		"host":                                              false,
-		"":                                                  false,
+		"postgres://u@h/db": true,
+		"host=db.example user=alice password=S dbname=dsh": true,
+		"  dbname = dsh":      true,
+		"user=alice":          true,
+		"service=dsh":         true,
+		"HOST=db":             false, // libpq keywords are lower case
+		"/var/lib/dsh/x=y.db": false,
+		"mode=rw.db":          false,
+		"a=b c=d":             false,
+		"host":                false,
+		"":                    false,
 		"host=db.example password='it''s' dbname=dsh extra": true,
 	} {
 		if got := IsConnString(db); got != want {
@@ -59,8 +59,8 @@ func TestRedactHidesEveryPassword(t *testing.T) {
 		// net/url refuses this one (bad port); the password still goes.
 		"postgres://alice:s3cret@h:notaport/dsh": "postgres://alice:xxxxx@h:notaport/dsh",
 		// libpq keyword/value strings: plain, quoted, spaced, sslpassword.
-		"host=db.example user=alice password=s3cret dbname=dsh":        "host=db.example user=alice password=xxxxx dbname=dsh",
-		"host=db password='s3cret with \\' quote' dbname=dsh":          "host=db password=xxxxx dbname=dsh",
+		"host=db.example user=alice password=s3cret dbname=dsh":         "host=db.example user=alice password=xxxxx dbname=dsh",
+		"host=db password='s3cret with \\' quote' dbname=dsh":           "host=db password=xxxxx dbname=dsh",
 		"host=db password = s3cret sslpassword=s3cret2 sslmode=require": "host=db password = xxxxx sslpassword=xxxxx sslmode=require",
 	}
 	for in, want := range cases {
