@@ -186,11 +186,14 @@ func loadConfig(flags *pflag.FlagSet, warn func(string)) (*config, error) {
 		}
 	}
 
-	fileSource, err := c.readFile(v, flags)
+	fileSource, err := c.readFile(v, flags, warn)
 	if err != nil {
 		return nil, err
 	}
 	if c.FileLoaded {
+		if err := c.checkSections(v, settings, fileSource); err != nil {
+			return nil, err
+		}
 		c.warnUnknownKeys(v, settings, warn)
 	}
 	c.Sources = append(c.Sources, configSource{Key: "config", Value: c.File, Source: fileSource, Env: configEnv})
@@ -220,6 +223,29 @@ func loadConfig(flags *pflag.FlagSet, warn func(string)) (*config, error) {
 			c.Lease.Heartbeat.Milliseconds(), c.Lease.TTL.Milliseconds())
 	}
 	return c, nil
+}
+
+// checkSections refuses a file that gives a section of nested settings
+// (cache, lease) a plain value: the mistake is the file's key, and blaming
+// the setting's default instead would send the user looking elsewhere.
+func (c *config) checkSections(v *viper.Viper, settings []setting, source string) error {
+	spelled := originalKeys(c.fileText)
+	for _, s := range settings {
+		section, _, nested := strings.Cut(s.key, ".")
+		if !nested || !v.InConfig(section) {
+			continue
+		}
+		if _, ok := v.Get(section).(map[string]any); ok {
+			continue
+		}
+		name := section
+		if orig, ok := spelled[strings.ToLower(section)]; ok {
+			name = orig
+		}
+		return dsherr.New(dsherr.InvalidInput, "config file %s (%s): %s: %v is not a section: put its settings under it (such as %s)",
+			c.File, source, name, v.Get(section), s.key)
+	}
+	return nil
 }
 
 // warnUnknownKeys reports every key in the config file that is not a
@@ -322,9 +348,11 @@ func editDistance(a, b string) int {
 }
 
 // readFile loads the config file into v and returns where its path came
-// from. A missing default file is normal; a file the user named (flag or
-// DSH_CONFIG) must exist, and any file that exists must parse.
-func (c *config) readFile(v *viper.Viper, flags *pflag.FlagSet) (string, error) {
+// from. A missing default file is normal, and one that cannot be read (dsh
+// run as another user with the same HOME) is a warning: the user did not
+// ask for it. A file the user named (flag or DSH_CONFIG) must exist and be
+// readable, and any file that is read must parse.
+func (c *config) readFile(v *viper.Viper, flags *pflag.FlagSet, warn func(string)) (string, error) {
 	source, explicit := "default", true
 	switch {
 	case flags.Changed("config"):
@@ -348,6 +376,10 @@ func (c *config) readFile(v *viper.Viper, flags *pflag.FlagSet) (string, error) 
 	// hang dsh or fill its memory). The read is bounded, so it needs no
 	// cancellation of its own.
 	text, err := boundedfile.Read(context.Background(), c.File, maxConfigBytes)
+	if err != nil && !explicit {
+		warn(fmt.Sprintf("default config file ignored: %v", err))
+		return "default (unreadable)", nil
+	}
 	if err != nil {
 		code := dsherr.InvalidInput
 		if errors.Is(err, fs.ErrNotExist) {
