@@ -241,8 +241,8 @@ func TestOpenRefusesSymlinksAndNonRegularFiles(t *testing.T) {
 	cases := map[string]struct{ path, want string }{
 		"symlinked database":       {linkDB, "symbolic link"},
 		"symlinked parent":         {filepath.Join(linkDir, "target.db"), "symbolic link"},
-		"directory at db path":     {dirAtPath, "not a regular file"},
-		"fifo at db path":          {fifo, "not a regular file"},
+		"directory at db path":     {dirAtPath, "is a directory, not a database file"},
+		"fifo at db path":          {fifo, "is a named pipe (FIFO), not a database file"},
 		"parent is a regular file": {parentIsFile, "not a directory"},
 	}
 	before := statFile(t, target)

@@ -101,6 +101,9 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkWritableFiles(abs); err != nil {
+		return nil, err
+	}
 	// The connection pragmas below switch the file to WAL, which rewrites
 	// its header: a file dsh must refuse is refused before that.
 	if err := precheckIdentity(ctx, abs, busyMillis); err != nil {
@@ -169,6 +172,9 @@ func OpenReadOnly(ctx context.Context, path string, o Options) (*Store, error) {
 	}
 	q := url.Values{}
 	if err := sqliteread.Query(abs, q); err != nil {
+		if p := readProblem(abs); p != nil {
+			return nil, p
+		}
 		return nil, dsherr.Wrap(dsherr.StoreUnavailable, err, "open %s read-only", abs)
 	}
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busyMillis, 10)+")")
@@ -185,10 +191,16 @@ func OpenReadOnly(ctx context.Context, path string, o Options) (*Store, error) {
 		"query_only":     1,
 	}, ""); err != nil {
 		db.Close()
+		if p := readProblem(abs); p != nil {
+			return nil, p
+		}
 		return nil, err
 	}
 	if err := checkReadableSchema(ctx, db, abs); err != nil {
 		db.Close()
+		if p := readProblem(abs); p != nil {
+			return nil, p
+		}
 		return nil, err
 	}
 	return s, nil
