@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -195,6 +196,10 @@ func catCorpus(kind catKind, sqlite bool) []*catSession {
 	}
 }
 
+// laterVersion finds a later format's version in a header: its log is
+// session.vN.jsonl.
+var laterVersion = regexp.MustCompile(`^\{"type":"session","version":([2-9])`)
+
 // writeCatJSONL lays the corpus out as DSH's JSONL store does.
 func writeCatJSONL(t *testing.T, dir string, sessions []*catSession) {
 	t.Helper()
@@ -217,13 +222,17 @@ func writeCatJSONL(t *testing.T, dir string, sessions []*catSession) {
 				t.Fatal(err)
 			}
 		}
+		name := "session.jsonl"
+		if v := laterVersion.FindStringSubmatch(s.header); v != nil {
+			name = "session.v" + v[1] + ".jsonl"
+		}
 		if s.zstd || s.both {
 			frames := zstdEnc.EncodeAll(text[:header], nil)
 			frames = zstdEnc.EncodeAll(text[header:], frames)
-			write("session.jsonl.zstd", frames[:len(frames)-s.cut])
+			write(name+".zstd", frames[:len(frames)-s.cut])
 		}
 		if !s.zstd || s.both {
-			write("session.jsonl", text)
+			write(name, text)
 		}
 	}
 }
@@ -348,104 +357,165 @@ func TestDamageCatalogue(t *testing.T) {
 				continue
 			}
 			t.Run(kind.name+"/"+form, func(t *testing.T) {
-				dir := t.TempDir()
-				src := strings.TrimSuffix(form, "-zstd") + ":" + filepath.Join(dir, "corpus")
-				switch form {
-				case "jsonl-zstd":
-					// DSH's default encoding: every log zstd-framed.
-					for _, s := range sessions {
-						s.zstd = true
-					}
-					fallthrough
-				case "jsonl":
-					writeCatJSONL(t, filepath.Join(dir, "corpus"), sessions)
-				default:
-					writeCatSQLite(t, filepath.Join(dir, "corpus"), sessions)
-				}
-				db := filepath.Join(dir, "dsh.db")
-				importOut, importErr, importCode := runDsh(t, "--db", db, "import", src, "-o", "json")
-				var imported struct {
-					Sessions []struct {
-						ID       *string `json:"id"`
-						Location string  `json:"location"`
-						Outcome  string  `json:"outcome"`
-					} `json:"sessions"`
-				}
-				if err := json.Unmarshal([]byte(importOut), &imported); err != nil {
-					t.Fatalf("import (exit %d): %v\n%s%s", importCode, err, importOut, importErr)
-				}
-				unreadable := map[string]bool{}
-				for _, r := range imported.Sessions {
-					switch r.Outcome {
-					case "imported":
-					case "unreadable":
-						if r.Location == "" {
-							t.Errorf("import: unreadable session %v reported without its file", r.ID)
-						}
-						unreadable[r.Location] = true
-					default:
-						t.Errorf("import: outcome %s for %v", r.Outcome, r.ID)
-					}
-				}
-				if wantCode := map[bool]int{false: 0, true: 1}[len(unreadable) > 0]; importCode != wantCode {
-					t.Errorf("import exit %d, want %d\n%s", importCode, wantCode, importErr)
-				}
-
-				for _, scope := range []string{"children", "descendants"} {
-					for _, format := range []string{"json", "agents"} {
-						args := []string{"list", "--parent", "p", "--scope", scope, "-o", format}
-						inPlace, errIn, codeIn := runDsh(t, append([]string{"--source", src}, args...)...)
-						after, errAfter, codeAfter := runDsh(t, append([]string{"--db", db}, args...)...)
-						if codeIn != 0 || codeAfter != 0 || inPlace != after {
-							t.Errorf("list %s -o %s: in place (exit %d)\n%s%s\nafter import (exit %d)\n%s%s",
-								scope, format, codeIn, inPlace, errIn, codeAfter, after, errAfter)
-						}
-					}
-				}
-
-				diagnose := func(where ...string) (catDiagnosis, int, string) {
-					out, errOut, code := runDsh(t, append(where, "diagnose", "--all", "-o", "json", "--quiet")...)
-					var d catDiagnosis
-					if err := json.Unmarshal([]byte(out), &d); err != nil {
-						t.Fatalf("diagnose %v (exit %d): %v\n%s%s", where, code, err, out, errOut)
-					}
-					return d, code, errOut
-				}
-				inPlace, codeIn, errIn := diagnose("--source", src)
-				after, codeAfter, errAfter := diagnose("--db", db)
-				in, out := inPlace.bySession(), after.bySession()
-				for id, got := range out {
-					if in[id] != got {
-						t.Errorf("diagnose %s: in place %s\nafter import %s", id, in[id], got)
-					}
-				}
-				// What only the source shows is what import could not keep:
-				// files without a readable header, each reported by both.
-				for id, got := range in {
-					if _, ok := out[id]; ok {
-						continue
-					}
-					if len(unreadable) == 0 || !strings.Contains(got, "/error@") {
-						t.Errorf("diagnose %s only in place: %s (import reported %v)", id, got, unreadable)
-					}
-				}
-				if len(unreadable) == 0 && codeIn != codeAfter {
-					t.Errorf("diagnose exit %d in place, %d after import\n%s\n%s", codeIn, codeAfter, errIn, errAfter)
-				}
-				// Exit 1 exactly when an error-level finding is reported
-				// (a torn tail alone is a warning).
-				if wantCode := map[bool]int{false: 0, true: 1}[inPlace.Summary.BySeverity["error"] > 0]; codeIn != wantCode {
-					t.Errorf("diagnose in place exit %d, want %d\n%s", codeIn, wantCode, errIn)
-				}
-				// Every damaged session has a finding: c, or the file that
-				// should have been c, which only the source can show.
-				switch {
-				case len(unreadable) == 0 && !strings.Contains(in["c"], "@"):
-					t.Errorf("damaged session c has no finding: %q", in["c"])
-				case len(unreadable) > 0 && len(in) <= len(out):
-					t.Errorf("import reported %v unreadable, diagnose in place has no finding for it: %v", unreadable, in)
-				}
+				checkCatalogue(t, sessions, form, "", [][]string{nil}, "c", "")
 			})
 		}
 	}
+}
+
+// writeCatForm lays sessions out in dir as form and returns the --source
+// value that reads them.
+func writeCatForm(t *testing.T, dir string, sessions []*catSession, form string) string {
+	t.Helper()
+	switch form {
+	case "jsonl-zstd":
+		// DSH's default encoding: every log zstd-framed.
+		for _, s := range sessions {
+			s.zstd = true
+		}
+		writeCatJSONL(t, filepath.Join(dir, "corpus"), sessions)
+		return "jsonl:" + filepath.Join(dir, "corpus")
+	case "jsonl":
+		writeCatJSONL(t, filepath.Join(dir, "corpus"), sessions)
+		return "jsonl:" + filepath.Join(dir, "corpus")
+	case "dsh-home":
+		// A DSH home as 0.2.x keeps it: zstd logs under sessions/.
+		for _, s := range sessions {
+			s.zstd = true
+		}
+		writeCatJSONL(t, filepath.Join(dir, "home", "sessions"), sessions)
+		return "dsh-home:" + filepath.Join(dir, "home")
+	default:
+		writeCatSQLite(t, filepath.Join(dir, "corpus"), sessions)
+		return "dsh-sqlite:" + filepath.Join(dir, "corpus")
+	}
+}
+
+// checkCatalogue checks the catalogue's rule on one corpus in one form,
+// imported into a SQLite database (and into the PostgreSQL database pg, when
+// given), under each set of global flags in profiles (a --dsh-compat
+// profile, or none): `list` in place and after import agree (output and
+// exit status), `diagnose` in place and after import report the same rows
+// and findings with the same exit status (exit 1 exactly when an error is
+// found), and the damaged session has a finding (wantCode, when given,
+// among them). It returns the in-place diagnosis by session, per profile.
+func checkCatalogue(t *testing.T, sessions []*catSession, form, pg string, profiles [][]string, damaged, wantCode string) []map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	src := writeCatForm(t, dir, sessions, form)
+	dbs := []string{filepath.Join(dir, "dsh.db")}
+	if pg != "" {
+		dbs = append(dbs, pg)
+	}
+	unreadable := map[string]bool{}
+	for _, db := range dbs {
+		importOut, importErr, importCode := runDsh(t, "--db", db, "import", src, "-o", "json")
+		var imported struct {
+			Sessions []struct {
+				ID       *string `json:"id"`
+				Location string  `json:"location"`
+				Outcome  string  `json:"outcome"`
+			} `json:"sessions"`
+		}
+		if err := json.Unmarshal([]byte(importOut), &imported); err != nil {
+			t.Fatalf("import (exit %d): %v\n%s%s", importCode, err, importOut, importErr)
+		}
+		for _, r := range imported.Sessions {
+			switch r.Outcome {
+			case "imported":
+			case "unreadable":
+				if r.Location == "" {
+					t.Errorf("import: unreadable session %v reported without its file", r.ID)
+				}
+				unreadable[r.Location] = true
+			default:
+				t.Errorf("import: outcome %s for %v", r.Outcome, r.ID)
+			}
+		}
+		if wantCode := map[bool]int{false: 0, true: 1}[len(unreadable) > 0]; importCode != wantCode {
+			t.Errorf("import exit %d, want %d\n%s", importCode, wantCode, importErr)
+		}
+	}
+	var diagnoses []map[string]string
+	for _, global := range profiles {
+		for _, db := range dbs {
+			checkCatalogueIn(t, src, db, global, unreadable)
+		}
+		diagnoses = append(diagnoses, checkCatalogueAudit(t, src, dbs, global, unreadable, damaged, wantCode))
+	}
+	return diagnoses
+}
+
+// checkCatalogueIn checks that a listing in place and in db agree. A
+// listing may fail (DSH 0.1.7 cannot read a parent whose catalog is
+// damaged), but it fails the same way in place and after import; without
+// a profile it never fails.
+func checkCatalogueIn(t *testing.T, src, db string, global []string, unreadable map[string]bool) {
+	t.Helper()
+	for _, scope := range []string{"children", "descendants"} {
+		for _, format := range []string{"json", "agents"} {
+			args := append(slices.Clone(global), "list", "--parent", "p", "--scope", scope, "-o", format)
+			inPlace, errIn, codeIn := runDsh(t, append([]string{"--source", src}, args...)...)
+			after, errAfter, codeAfter := runDsh(t, append([]string{"--db", db}, args...)...)
+			if (len(global) == 0 && (codeIn != 0 || codeAfter != 0)) || codeIn != codeAfter || inPlace != after {
+				t.Errorf("%v list %s -o %s: in place (exit %d)\n%s%s\nafter import (exit %d)\n%s%s",
+					global, scope, format, codeIn, inPlace, errIn, codeAfter, after, errAfter)
+			}
+		}
+	}
+}
+
+// checkCatalogueAudit checks that diagnose in place and in each of dbs
+// agree, and returns the diagnosis in place.
+func checkCatalogueAudit(t *testing.T, src string, dbs, global []string, unreadable map[string]bool, damaged, wantCode string) map[string]string {
+	t.Helper()
+	diagnose := func(where ...string) (catDiagnosis, int, string) {
+		out, errOut, code := runDsh(t, append(append(where, global...), "diagnose", "--all", "-o", "json", "--quiet")...)
+		var d catDiagnosis
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("diagnose %v %v (exit %d): %v\n%s%s", where, global, code, err, out, errOut)
+		}
+		return d, code, errOut
+	}
+	inPlace, codeIn, errIn := diagnose("--source", src)
+	in := inPlace.bySession()
+	for _, db := range dbs {
+		after, codeAfter, errAfter := diagnose("--db", db)
+		out := after.bySession()
+		for id, got := range out {
+			if in[id] != got {
+				t.Errorf("diagnose %v %s: in place %s\nafter import %s", global, id, in[id], got)
+			}
+		}
+		// What only the source shows is what import could not keep:
+		// files without a readable header, each reported by both.
+		for id, got := range in {
+			if _, ok := out[id]; ok {
+				continue
+			}
+			if len(unreadable) == 0 || !strings.Contains(got, "/error@") {
+				t.Errorf("diagnose %s only in place: %s (import reported %v)", id, got, unreadable)
+			}
+		}
+		if len(unreadable) == 0 && codeIn != codeAfter {
+			t.Errorf("diagnose exit %d in place, %d after import\n%s\n%s", codeIn, codeAfter, errIn, errAfter)
+		}
+		if len(unreadable) > 0 && len(in) <= len(out) {
+			t.Errorf("import reported %v unreadable, diagnose in place has no finding for it: %v", unreadable, in)
+		}
+	}
+	// Exit 1 exactly when an error-level finding is reported
+	// (a torn tail alone is a warning).
+	if wantCode := map[bool]int{false: 0, true: 1}[inPlace.Summary.BySeverity["error"] > 0]; codeIn != wantCode {
+		t.Errorf("diagnose in place exit %d, want %d\n%s", codeIn, wantCode, errIn)
+	}
+	// Every damaged session has a finding: the damaged one, or the file
+	// that should have been it, which only the source can show.
+	switch {
+	case len(unreadable) == 0 && !strings.Contains(in[damaged], "@"):
+		t.Errorf("damaged session %s has no finding: %q", damaged, in[damaged])
+	case wantCode != "" && !strings.Contains(in[damaged], wantCode+"/"):
+		t.Errorf("%v: damaged session %s has no %s finding: %q", global, damaged, wantCode, in[damaged])
+	}
+	return in
 }

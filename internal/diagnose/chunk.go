@@ -30,6 +30,9 @@ type chunkRead struct {
 	parents map[string]*session.Header
 	// folds are the registry folds the store recorded beside the logs.
 	folds map[string][]byte
+	// catalogs are the parents' catalogs the cross-check compares their
+	// subagent children with (nil where it does not apply).
+	catalogs map[string]*catalogView
 }
 
 // auditChunk audits part in a fixed number of queries: its checkpoint
@@ -54,7 +57,7 @@ func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]R
 	if err := a.loadRecords(ctx, ids); err != nil {
 		return nil, err
 	}
-	read := chunkRead{res: make([]*subagent.Resolution, len(part)), parents: map[string]*session.Header{}}
+	read := chunkRead{res: make([]*subagent.Resolution, len(part)), parents: map[string]*session.Header{}, catalogs: map[string]*catalogView{}}
 	folds, err := a.recordedFolds(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -75,6 +78,13 @@ func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]R
 				}
 				read.parents[*p] = h
 			}
+			if _, ok := read.catalogs[*p]; !ok && it.header.IsSubagent() && read.parents[*p] != nil {
+				v, err := a.parentCatalog(ctx, *p)
+				if err != nil {
+					return nil, err
+				}
+				read.catalogs[*p] = v
+			}
 		}
 	}
 	if len(recs) > 0 {
@@ -87,9 +97,13 @@ func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]R
 		}
 	}
 	reports := make([]Report, len(part))
+	// catalogs holds the own catalog of each session that has one: the
+	// children it names without a session are looked up once the stream
+	// of logs is closed, and reported after the parent.
+	catalogs := make([]*catalogView, len(part))
 	for i, it := range part {
 		if it.unknown {
-			reports[i], _ = a.audit(ctx, it, nil, nil, read)
+			reports[i], _, _ = a.audit(ctx, it, nil, nil, read)
 		}
 	}
 	err = a.auditLogs(ctx, ids, func(log *backend.AuditRead) error {
@@ -97,10 +111,14 @@ func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]R
 		if !ok {
 			return fmt.Errorf("audit of %q: not requested", log.Header.ID)
 		}
-		for _, i := range items {
-			var err error
-			if reports[i], err = a.audit(ctx, part[i], read.res[i], log, read); err != nil {
+		for n, i := range items {
+			r, own, err := a.audit(ctx, part[i], read.res[i], log, read)
+			if err != nil {
 				return err
+			}
+			reports[i] = r
+			if n == 0 {
+				catalogs[i] = own
 			}
 		}
 		return nil
@@ -108,7 +126,19 @@ func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]R
 	if err != nil {
 		return nil, err
 	}
-	return reports, nil
+	out := make([]Report, 0, len(reports))
+	for i := range reports {
+		out = append(out, reports[i])
+		if catalogs[i] == nil {
+			continue
+		}
+		missing, err := a.missingChildren(ctx, catalogs[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, missing...)
+	}
+	return out, nil
 }
 
 // loadRecords reads the checkpoint records of ids into the chunk's cache.

@@ -48,17 +48,19 @@ func (s *sessionAudit) has(codes ...Code) bool {
 func seqOf(n int64) *int64 { return &n }
 
 // audit examines one session: its place in the tree, its lease, its raw
-// log, its descriptors, its checkpoint, and whether resume would take the
-// continuable child the catalog shows. It reads nothing but log (nil for
-// an unknown session) and what its chunk read.
-func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution, log *backend.AuditRead, read chunkRead) (Report, error) {
+// log, its descriptors, its own catalog facts and its entry in its parent's
+// catalog, its checkpoint, and whether resume would take the continuable
+// child the catalog shows. It reads nothing but log (nil for an unknown
+// session) and what its chunk read. It returns the session's own catalog
+// when it has facts, whose children without a session the caller reports.
+func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution, log *backend.AuditRead, read chunkRead) (Report, *catalogView, error) {
 	h := it.header
 	s := &sessionAudit{header: h}
 	r := Report{ID: h.ID, ParentID: h.ParentSession, CreatedAt: h.CreatedAt, RowKind: RowNotListed}
 	if it.unknown {
 		s.add(UnknownSession, nil, "no session with id %q in the store", h.ID)
 		r.Findings = s.findings
-		return r, nil
+		return r, nil, nil
 	}
 	if res != nil {
 		r.Row = res.Row
@@ -71,6 +73,28 @@ func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution, 
 			l.Holder, l.PID, l.Host, formatMillis(l.ExpiresAt), formatMillis(l.HeartbeatAt))
 	}
 	checkRawLog(s, log, res)
+	// The facts of the readable prefix are judged even when the log goes
+	// on to fail: each bad fact is damage of its own.
+	own := judgeCatalog(log.Header, log.Events)
+	if own.applies() {
+		checkCatalogFacts(s, own)
+	}
+	// Its children's cross-check needs this catalog again, as a read of
+	// the log gives it: a parent audited before its children is not read
+	// twice.
+	if log.ReadErr == nil {
+		a.rememberCatalog(h.ID, own)
+	} else {
+		a.rememberCatalog(h.ID, nil)
+	}
+	if len(own.facts) == 0 {
+		own = nil
+	}
+	if p := h.ParentSession; p != nil {
+		if v := read.catalogs[*p]; v != nil {
+			checkCatalogEntry(s, v, log)
+		}
+	}
 	if log.ReadErr == nil {
 		if len(log.Closers) > 0 && !live {
 			checkInterruptedTurn(s, log)
@@ -83,7 +107,7 @@ func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution, 
 		}
 	}
 	if err := a.checkCache(ctx, s, log, res); err != nil {
-		return r, err
+		return r, nil, err
 	}
 	checkRegistryFold(s, a.reg, read.folds[h.ID], log)
 	if !live && res != nil && res.Row != nil && res.Row.Kind == subagent.KindChild && res.Row.Mode == subagent.ModeContinuable {
@@ -92,7 +116,7 @@ func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution, 
 	explainRow(s, res)
 	r.Findings = s.findings
 	sortFindings(r.Findings)
-	return r, nil
+	return r, own, nil
 }
 
 func rowKind(res *subagent.Resolution) RowKind {

@@ -112,6 +112,40 @@ const (
 	// UnknownSession: an id or parent named on the command line does not
 	// exist (only with --no-strict; otherwise it is exit status 2).
 	UnknownSession Code = "UNKNOWN_SESSION"
+
+	// The catalog cross-checks (catalog.go): a parent's own subagent/catalog
+	// facts, DSH 0.1.7's authority, against the sessions, rc.8's. They run
+	// in every profile wherever a parent has catalog facts or is format V2+.
+
+	// CatalogFactMalformed: an own catalog fact of the parent that does
+	// not parse (wrong type, missing or extra key, an invalid combination);
+	// DSH 0.1.7+ cannot read the parent at all.
+	CatalogFactMalformed Code = "CATALOG_FACT_MALFORMED"
+	// CatalogFactUnsupportedVersion: an own catalog fact whose version is
+	// not one DSH reads; DSH 0.1.7+ cannot read the parent.
+	CatalogFactUnsupportedVersion Code = "CATALOG_FACT_UNSUPPORTED_VERSION"
+	// CatalogDuplicateChild: two own facts of the parent name one child;
+	// DSH refuses such a V4 log at open (and the V3->V4 back-fill refuses
+	// an older one).
+	CatalogDuplicateChild Code = "CATALOG_DUPLICATE_CHILD"
+	// CatalogBackfillRefused: the V3->V4 back-fill DSH 0.1.7+ runs on a
+	// V0-V3 parent refuses because of this child's evidence (conflicting
+	// facts, a descriptor the converter refuses): after an upgrade DSH
+	// cannot read the parent.
+	CatalogBackfillRefused Code = "CATALOG_BACKFILL_REFUSED"
+	// CatalogChildMissing: the parent's catalog names a child with no
+	// session (DSH 0.1.7: an unavailable row).
+	CatalogChildMissing Code = "CATALOG_CHILD_MISSING"
+	// CatalogChildUncataloged: a subagent session its parent's catalog
+	// does not name (invisible to DSH 0.1.7+).
+	CatalogChildUncataloged Code = "CATALOG_CHILD_UNCATALOGED"
+	// CatalogMismatch: the catalog's childCreatedAt, mode or label for a
+	// child disagrees with the child's header or descriptor.
+	CatalogMismatch Code = "CATALOG_MISMATCH"
+	// CatalogModeUnknown: the catalog entry of a child has mode "unknown"
+	// (written, or made by the back-fill): DSH 0.1.7 lists it as
+	// unsupported.
+	CatalogModeUnknown Code = "CATALOG_MODE_UNKNOWN"
 )
 
 // codeSeverity is each code's fixed severity, in documentation order.
@@ -140,6 +174,16 @@ var codeSeverity = []struct {
 	{CachePoisoned, Warning},
 	{CacheForeign, Info},
 	{UnknownSession, Error},
+	// Added after UNKNOWN_SESSION: byCode's keys are in this order, and
+	// the contract only ever adds keys at the end.
+	{CatalogFactMalformed, Error},
+	{CatalogFactUnsupportedVersion, Error},
+	{CatalogDuplicateChild, Error},
+	{CatalogBackfillRefused, Error},
+	{CatalogChildMissing, Error},
+	{CatalogChildUncataloged, Warning},
+	{CatalogMismatch, Warning},
+	{CatalogModeUnknown, Warning},
 }
 
 // Codes returns every finding code in documentation order.

@@ -146,6 +146,10 @@ type auditor struct {
 		looked bool
 		header *session.Header // nil: no such session
 	}
+	// catalogs holds the catalogs of the parents whose children were
+	// examined last (parentCatalog), nil where the cross-check does not
+	// apply.
+	catalogs map[string]*catalogView
 }
 
 func newAuditor(ctx context.Context, view Corpus, opts Options, emit func(Report) error) (*auditor, error) {
@@ -165,15 +169,16 @@ func newAuditor(ctx context.Context, view Corpus, opts Options, emit func(Report
 		return nil, err
 	}
 	return &auditor{
-		view:    view,
-		opts:    opts,
-		emit:    emit,
-		lister:  lister,
-		corpus:  c,
-		reg:     reg,
-		idents:  idents,
-		leases:  leases,
-		summary: newSummary(),
+		view:     view,
+		opts:     opts,
+		emit:     emit,
+		lister:   lister,
+		corpus:   c,
+		reg:      reg,
+		idents:   idents,
+		leases:   leases,
+		summary:  newSummary(),
+		catalogs: map[string]*catalogView{},
 	}, nil
 }
 
