@@ -161,26 +161,31 @@ func TestCatalogCrossCheck(t *testing.T) {
 }
 
 // The cross-check of a child is the same however the child is selected:
-// by the default audit (subagent sessions), by its parent, by its id.
+// by the default audit (subagent sessions), by its parent, by its id. A
+// parent not examined itself still has its missing children reported when
+// its children are examined.
 func TestCatalogCrossCheckEverySelection(t *testing.T) {
 	s := newStore(t)
 	want := catalogCorpus(s)
-	for _, sel := range []Selection{
-		{},
-		{Parent: "p4", HasParent: true},
-		{Parent: "p3", HasParent: true, Scope: ScopeDescendants},
-		{IDs: []string{"p4-created", "p4-uncataloged", "p3-conflict", "p4-bad"}},
+	for _, c := range []struct {
+		sel  Selection
+		want []string
+	}{
+		{Selection{}, []string{"p0-child", "p3-conflict", "p3-fine", "p3-twice", "p4-ok", "p4-created", "p4-label", "p4-unknown", "p4-uncataloged", "p4-v0", "x"}},
+		{Selection{Parent: "p4", HasParent: true}, []string{"p4-ok", "p4-created", "p4-label", "p4-unknown", "p4-uncataloged", "p4-v0", "p4-missing"}},
+		{Selection{Parent: "p3", HasParent: true, Scope: ScopeDescendants}, []string{"p3-conflict", "p3-twice", "p3-fine"}},
+		{Selection{IDs: []string{"p4-created", "p4-uncataloged", "p3-conflict", "p4-bad", "p4"}}, []string{"p4-bad", "p4", "p4-missing", "p3-conflict", "p4-created", "p4-uncataloged"}},
 	} {
-		reports, _, err := s.audit(Options{Strict: true, Select: sel})
+		reports, _, err := s.audit(Options{Strict: true, Select: c.sel})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(reports) == 0 {
-			t.Errorf("%+v: nothing examined", sel)
+		if examined := ids(reports); !slices.Equal(slices.Sorted(slices.Values(examined)), slices.Sorted(slices.Values(c.want))) {
+			t.Errorf("%+v: examined %v, want %v", c.sel, examined, c.want)
 		}
 		for _, r := range reports {
 			if g := got(r); g != want[r.ID] {
-				t.Errorf("%+v: %s: %q, want %q", sel, r.ID, g, want[r.ID])
+				t.Errorf("%+v: %s: %q, want %q", c.sel, r.ID, g, want[r.ID])
 			}
 		}
 	}

@@ -367,7 +367,31 @@ func (a *auditor) runParent(ctx context.Context, parent string, scope Scope) err
 		items = append(items, item{header: recs[i].Header, rec: &recs[i]})
 	}
 	a.start(len(items))
-	return a.examineAll(ctx, items, scope == ScopeDescendants)
+	if err := a.examineAll(ctx, items, scope == ScopeDescendants); err != nil {
+		return err
+	}
+	return a.reportMissing(ctx, parent)
+}
+
+// reportMissing reports, after an audit of parent's children or
+// descendants, the children parent's catalog names without a session:
+// parent itself is not examined, so its own audit does not report them
+// (every parent below it is, and does).
+func (a *auditor) reportMissing(ctx context.Context, parent string) error {
+	v, err := a.parentCatalog(ctx, parent)
+	if err != nil || v == nil {
+		return err
+	}
+	missing, err := a.missingChildren(ctx, v)
+	if err != nil {
+		return err
+	}
+	for _, r := range missing {
+		if err := a.record(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runIDs examines the named sessions, each with the row `dsh list --parent
