@@ -56,10 +56,11 @@ var idFlags = []string{"parent"}
 var flagValues = map[string][]string{
 	"scope":       {"children", "descendants"},
 	"fail-on":     {"error", "warning", "info"},
-	"state":       {"running", "inactive", "corrupt", "unavailable"},
-	"mode":        {"continuable", "one-shot"},
+	"state":       listStates,
 	"compression": {"zstd", "none"},
-	"provider":    {"echo", "exec"},
+	// start --mode shares the name: only the modes a child is started in.
+	"mode":     {"continuable", "one-shot"},
+	"provider": {"echo", "exec"},
 }
 
 // addCompletions registers id and value completion on every command of the

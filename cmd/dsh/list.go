@@ -61,13 +61,25 @@ Output formats:
 flag or separate them with commas); the rows kept are unchanged, and the
 --expect checks see only them.
 
+With --dsh-compat 0.1.7 (DSH 0.1.7 and later) the parent's own
+subagent/catalog facts decide its children instead: rows in catalog order,
+labels and modes from the catalog, a cataloged child with no session
+"diagnostic: unavailable", an unknown-mode entry "diagnostic: unsupported",
+a child whose catalog DSH cannot read "diagnostic: corrupt", DSH 0.2's
+external entries as leaves; children are the first level of the
+descendants walk, and -o agents prints [running] or [inactive]. A parent of
+format 0-3 gets, in memory, the catalog DSH's V3->V4 migration would give
+it. The parent must exist (NOT_FOUND otherwise) and be readable to DSH 0.1.7
+(INVALID_LOG otherwise). See docs/dsh-compatibility.md.
+
 An unknown parent lists as empty, as in DSH; --strict makes it an error.
 Read-only: the database is never written, and the output is printed only
 once the whole listing has been read.
 
 ` + exitStatusHelp(
 			exitLine{exitFound, "an --expect, --expect-count or --expect-no-diagnostics assertion failed"},
-			exitLine{exitUsage, "with --strict: the parent session does not exist (NOT_FOUND)"},
+			exitLine{exitUsage, "with --strict or --dsh-compat 0.1.7: the parent session does not exist (NOT_FOUND)"},
+			exitLine{exitStore, "with --dsh-compat 0.1.7: DSH 0.1.7 cannot read the parent (INVALID_LOG)"},
 		),
 		Example: `  dsh list --parent 11111111-1111-4111-8111-111111111111
   dsh list --parent my-session --scope descendants -o json
@@ -154,9 +166,22 @@ func runList(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, o
 func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Lister, headers headerReader, opts listOptions, scope render.Scope) error {
 	var rows []subagent.Row
 	var err error
-	if scope == render.ScopeDescendants {
+	// agentRows are what -o agents prints: the rows, except under 0.1.7 in
+	// children scope, where list_agents projects the parent's raw catalog
+	// entries (a missing child is then a plain entry, not a diagnostic).
+	var agentRows []subagent.Row
+	switch {
+	case opts.profile.CatalogAuthority():
+		var listing subagent.CatalogListing
+		listing, err = l.ListCatalog(ctx, opts.parent, scope == render.ScopeDescendants)
+		rows, agentRows = listing.Rows, listing.Rows
+		if scope == render.ScopeChildren {
+			agentRows = listing.Entries
+		}
+		p.UseCatalogStatuses()
+	case scope == render.ScopeDescendants:
 		rows, err = l.ListDescendants(ctx, opts.parent)
-	} else {
+	default:
 		rows, err = l.ListChildren(ctx, opts.parent)
 	}
 	if err != nil {
@@ -164,9 +189,12 @@ func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Li
 	}
 	all := rows
 	rows = opts.filter.apply(rows)
-	if p.Format() == render.Tree {
+	switch {
+	case p.Format() == render.Tree:
 		err = p.ListingTree(opts.parent, rows, treeGaps(ctx, headers, opts.parent, all, rows))
-	} else {
+	case p.Format() == render.Agents && agentRows != nil:
+		err = p.Listing(opts.filter.apply(agentRows), scope)
+	default:
 		err = p.Listing(rows, scope)
 	}
 	if err != nil {

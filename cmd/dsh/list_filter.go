@@ -18,8 +18,9 @@ type listFilter struct {
 }
 
 var (
-	listStates = []string{"running", "inactive", "corrupt", "unavailable"}
-	listModes  = []string{string(subagent.ModeContinuable), string(subagent.ModeOneShot)}
+	// unsupported and external rows occur only under --dsh-compat 0.1.7.
+	listStates = []string{"running", "inactive", "corrupt", "unavailable", "unsupported"}
+	listModes  = []string{string(subagent.ModeContinuable), string(subagent.ModeOneShot), string(subagent.ModeExternal)}
 )
 
 func (f *listFilter) addFlags(cmd *cobra.Command) {

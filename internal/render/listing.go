@@ -62,7 +62,11 @@ func (p *Printer) Listing(rows []subagent.Row, scope Scope) error {
 		if p.opts.TTY {
 			esc = Escape
 		}
-		_, err := io.WriteString(p.w, listAgentsText(rows, scope, esc)+"\n")
+		idle := "ready"
+		if p.catalogStatuses {
+			idle = string(subagent.ActivityInactive)
+		}
+		_, err := io.WriteString(p.w, listAgentsText(rows, scope, esc, idle)+"\n")
 		return err
 	}
 	cols := listingColumns
@@ -153,12 +157,19 @@ func AppendListEntry(b []byte, r subagent.Row, scope Scope) []byte {
 // resumable, not terminal. DSH's third status, idle (resident between
 // turns), needs a resident agent and never occurs here.
 func ListAgentsText(rows []subagent.Row, scope Scope) string {
-	return listAgentsText(rows, scope, func(s string) string { return s })
+	return listAgentsText(rows, scope, func(s string) string { return s }, "ready")
 }
 
+// UseCatalogStatuses makes the printer's list_agents text follow DSH 0.1.7:
+// a child no live process holds is [inactive], not rc.8's [ready]. (Which
+// rows reach the text is the listing's business: under 0.1.7 the children
+// scope passes the parent's raw catalog entries.)
+func (p *Printer) UseCatalogStatuses() { p.catalogStatuses = true }
+
 // listAgentsText is ListAgentsText with every stored string (ids, labels)
-// passed through esc.
-func listAgentsText(rows []subagent.Row, scope Scope, esc func(string) string) string {
+// passed through esc, and idle as the status of a child no live process
+// holds.
+func listAgentsText(rows []subagent.Row, scope Scope, esc func(string) string, idle string) string {
 	var b strings.Builder
 	for _, r := range rows {
 		if r.Kind == subagent.KindChild && r.Mode != subagent.ModeContinuable {
@@ -171,7 +182,7 @@ func listAgentsText(rows []subagent.Row, scope Scope, esc func(string) string) s
 		if r.Kind == subagent.KindDiagnostic {
 			b.WriteString(" [diagnostic: " + string(r.Reason) + "]")
 		} else {
-			b.WriteString(" [" + agentStatus(r) + "]")
+			b.WriteString(" [" + agentStatus(r, idle) + "]")
 		}
 		if scope == ScopeDescendants {
 			b.WriteString(" parent=" + esc(r.ParentID) + " depth=" + itoa(r.Depth))
@@ -186,11 +197,11 @@ func listAgentsText(rows []subagent.Row, scope Scope, esc func(string) string) s
 	return b.String()
 }
 
-func agentStatus(r subagent.Row) string {
+func agentStatus(r subagent.Row, idle string) string {
 	if r.Activity == subagent.ActivityRunning {
 		return "running"
 	}
-	return "ready"
+	return idle
 }
 
 func label(r subagent.Row) string {

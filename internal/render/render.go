@@ -69,6 +69,9 @@ type Options struct {
 type Printer struct {
 	w    io.Writer
 	opts Options
+	// catalogStatuses makes list_agents text name a child that no live
+	// process holds "inactive", as DSH 0.1.7 does (rc.8: "ready").
+	catalogStatuses bool
 }
 
 // New returns a printer writing to w.

@@ -51,7 +51,8 @@ type treeNode struct {
 // listing's pre-order, so siblings keep the listing's order. A row whose
 // parent is not a row hangs under that parent's gap line (gaps, chained up
 // to root or a row) or, when no gap names it, under root. Each row's line
-// is the id, its state (running, inactive, corrupt, unavailable), then for
+// is the id, its state (running, inactive, corrupt, unavailable,
+// unsupported), then for
 // a child its mode and label; a gap's line is its id and why it has no
 // row, dimmed when colour is on. Every stored string is escaped.
 func (p *Printer) ListingTree(root string, rows []subagent.Row, gaps []TreeGap) error {
@@ -144,7 +145,7 @@ func (p *Printer) treeLine(b *strings.Builder, n *treeNode) {
 func (p *Printer) treeState(r subagent.Row) string {
 	if r.Kind == subagent.KindDiagnostic {
 		code := red
-		if r.Reason == subagent.ReasonUnavailable {
+		if r.Reason == subagent.ReasonUnavailable || r.Reason == subagent.ReasonUnsupported {
 			code = yellow
 		}
 		return p.style(string(r.Reason), code)

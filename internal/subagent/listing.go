@@ -89,8 +89,13 @@ type Lister struct {
 // ErrCancelled is the CANCELLED listing error.
 var ErrCancelled = dsherr.New(dsherr.Cancelled, "subagent listing was cancelled")
 
-// ListChildren lists the direct subagent children of parent.
+// ListChildren lists the direct subagent children of parent (under the
+// 0.1.7 profile: the first level of ListCatalog's walk).
 func (l *Lister) ListChildren(ctx context.Context, parent string) ([]Row, error) {
+	if l.Profile.CatalogAuthority() {
+		listing, err := l.ListCatalog(ctx, parent, false)
+		return listing.Rows, err
+	}
 	res, err := l.ResolveChildren(ctx, parent)
 	return rowsOf(res), err
 }
@@ -98,6 +103,10 @@ func (l *Lister) ListChildren(ctx context.Context, parent string) ([]Row, error)
 // ListDescendants lists every subagent-origin session below root, in
 // pre-order, each row carrying parentId and depth.
 func (l *Lister) ListDescendants(ctx context.Context, root string) ([]Row, error) {
+	if l.Profile.CatalogAuthority() {
+		listing, err := l.ListCatalog(ctx, root, true)
+		return listing.Rows, err
+	}
 	res, err := l.ResolveDescendants(ctx, root)
 	return rowsOf(res), err
 }

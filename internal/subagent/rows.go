@@ -18,14 +18,17 @@ const (
 	ActivityInactive Activity = "inactive"
 )
 
-// Reason of a diagnostic row. DSH's type also has "unsupported", which its
-// listing never produces; neither does dsh.
+// Reason of a diagnostic row.
 type Reason string
 
 // Diagnostic reasons.
 const (
 	ReasonCorrupt     Reason = "corrupt"
 	ReasonUnavailable Reason = "unavailable"
+	// ReasonUnsupported is DSH 0.1.7's fifth outcome: a catalog entry of
+	// mode "unknown" (only the 0.1.7 profile produces it; rc.8's listing
+	// never does).
+	ReasonUnsupported Reason = "unsupported"
 )
 
 // Rung names the step of the value ladder that decided a row.
