@@ -40,7 +40,7 @@ func subagentHeader(version int, createdAt int64, parent string) string {
 	return fmt.Sprintf(`"createdAt":%d,"cwd":"/w","parentSession":%q,"origin":"subagent","delegationDepth":1`, createdAt, parent)
 }
 
-func catFact(id string, ca int64, mode, label string) string {
+func listingFact(id string, ca int64, mode, label string) string {
 	version := map[string]int{"one-shot": 0, "continuable": 0, "unknown": 1, "external": 2}[mode]
 	s := fmt.Sprintf(`{"version":%d,"childId":%q,"childCreatedAt":%d,"mode":%q`, version, id, ca, mode)
 	if label != "" {
@@ -66,56 +66,56 @@ const (
 
 var catalogSessions = map[string]catalogSession{
 	// §8 case 1: catalog order, not createdAt.
-	"t01-P": {4, v4Root(1), ev(tCat, catFact("t01-B", 20, "continuable", "branch"), tCat, catFact("t01-S", 10, "one-shot", "sibling"))},
-	"t01-B": {4, v4Plain(20), ev(tCat, catFact("t01-L", 30, "continuable", "leaf"))},
+	"t01-P": {4, v4Root(1), ev(tCat, listingFact("t01-B", 20, "continuable", "branch"), tCat, listingFact("t01-S", 10, "one-shot", "sibling"))},
+	"t01-B": {4, v4Plain(20), ev(tCat, listingFact("t01-L", 30, "continuable", "leaf"))},
 	"t01-L": {4, v4Plain(30), nil},
 	"t01-S": {4, v4Plain(10), nil},
 	// §8 case 2: a subagent session the V4 parent's catalog does not name.
 	"t02-P": {4, v4Root(1), ev("turn/start", `{"turn":1}`, "turn/end", `{"turn":1,"reason":{"kind":"completed"}}`)},
 	"t02-C": {4, subagentHeader(4, 2, "t02-P"), ev(tDesc, `{"version":3,"mode":"continuable","provider":"spawn","label":"uncataloged"}`)},
 	// §8 case 3 (and 19's missing continuable entry): cataloged, no session.
-	"t03-P": {4, v4Root(1), ev(tCat, catFact("t03-M", 5, "continuable", "m"))},
+	"t03-P": {4, v4Root(1), ev(tCat, listingFact("t03-M", 5, "continuable", "m"))},
 	// §8 case 4: a cold child without descriptor; no label key.
-	"t04-P": {4, v4Root(1), ev(tCat, catFact("t04-C", 5, "one-shot", ""))},
+	"t04-P": {4, v4Root(1), ev(tCat, listingFact("t04-C", 5, "one-shot", ""))},
 	"t04-C": {0, subagentHeader(0, 5, "t04-P"), nil},
 	// §8 case 5: the label comes from the catalog.
-	"t05-P": {4, v4Root(1), ev(tCat, catFact("t05-C", 5, "continuable", "cat-label"))},
+	"t05-P": {4, v4Root(1), ev(tCat, listingFact("t05-C", 5, "continuable", "cat-label"))},
 	"t05-C": {4, subagentHeader(4, 5, "t05-P"), ev(tDesc, `{"version":3,"mode":"continuable","provider":"spawn","label":"desc-label"}`)},
 	// §8 case 6: unknown mode is unsupported, and still walked.
-	"t06-P": {4, v4Root(1), ev(tCat, catFact("t06-O", 2, "one-shot", ""))},
-	"t06-O": {4, v4Plain(2), ev(tCat, catFact("t06-U", 3, "unknown", ""))},
-	"t06-U": {4, v4Plain(3), ev(tCat, catFact("t06-L", 4, "continuable", "l"))},
+	"t06-P": {4, v4Root(1), ev(tCat, listingFact("t06-O", 2, "one-shot", ""))},
+	"t06-O": {4, v4Plain(2), ev(tCat, listingFact("t06-U", 3, "unknown", ""))},
+	"t06-U": {4, v4Plain(3), ev(tCat, listingFact("t06-L", 4, "continuable", "l"))},
 	"t06-L": {4, v4Plain(4), nil},
 	// §8 case 7: unknown and unreadable is unavailable.
-	"t07-P": {4, v4Root(1), ev(tCat, catFact("t07-U", 3, "unknown", ""))},
+	"t07-P": {4, v4Root(1), ev(tCat, listingFact("t07-U", 3, "unknown", ""))},
 	// §8 case 8: cycles and duplicates; the first pre-order visit wins.
-	"t08-P": {4, v4Root(1), ev(tCat, catFact("t08-B", 2, "continuable", "b"), tCat, catFact("t08-L", 3, "continuable", "l"))},
-	"t08-B": {4, v4Plain(2), ev(tCat, catFact("t08-L", 3, "continuable", "l"))},
-	"t08-L": {4, v4Plain(3), ev(tCat, catFact("t08-P", 1, "continuable", "p"), tCat, catFact("t08-B", 2, "continuable", "b"))},
+	"t08-P": {4, v4Root(1), ev(tCat, listingFact("t08-B", 2, "continuable", "b"), tCat, listingFact("t08-L", 3, "continuable", "l"))},
+	"t08-B": {4, v4Plain(2), ev(tCat, listingFact("t08-L", 3, "continuable", "l"))},
+	"t08-L": {4, v4Plain(3), ev(tCat, listingFact("t08-P", 1, "continuable", "p"), tCat, listingFact("t08-B", 2, "continuable", "b"))},
 	// §8 case 9: a fork's inherited facts are not its own.
-	"t09-A": {4, v4Root(1), ev(tCat, catFact("t09-I", 2, "continuable", "inherited"))},
+	"t09-A": {4, v4Root(1), ev(tCat, listingFact("t09-I", 2, "continuable", "inherited"))},
 	"t09-F": {4, `"createdAt":3,"cwd":"/w","parentSession":"t09-A","isSeeded":true,"delegationDepth":0`,
-		ev(tCat, catFact("t09-I", 2, "continuable", "inherited"), "session/end-seed", `{"inherited":true}`, tCat, catFact("t09-O", 2, "continuable", "own"))},
+		ev(tCat, listingFact("t09-I", 2, "continuable", "inherited"), "session/end-seed", `{"inherited":true}`, tCat, listingFact("t09-O", 2, "continuable", "own"))},
 	"t09-I": {4, v4Plain(2), nil},
 	"t09-O": {4, v4Plain(2), nil},
 	// §8 case 10: an ordinary fork is no node unless a catalog names it.
 	"t10-P":  {4, v4Root(1), nil},
-	"t10-F":  {4, `"createdAt":2,"cwd":"/w","parentSession":"t10-P","isSeeded":false,"delegationDepth":0`, ev(tCat, catFact("t10-FC", 3, "continuable", "fc"))},
+	"t10-F":  {4, `"createdAt":2,"cwd":"/w","parentSession":"t10-P","isSeeded":false,"delegationDepth":0`, ev(tCat, listingFact("t10-FC", 3, "continuable", "fc"))},
 	"t10-FC": {4, subagentHeader(4, 3, "t10-F"), ev(tDesc, `{"version":3,"mode":"continuable","provider":"spawn","label":"fc"}`)},
 	// §8 case 11: an invalid fact makes a branch corrupt; siblings go on.
-	"t11-P": {4, v4Root(1), ev(tCat, catFact("t11-B", 2, "continuable", "b"), tCat, catFact("t11-S", 3, "one-shot", ""))},
-	"t11-B": {4, v4Plain(2), ev(tCat, catFact("t11-H", -1, "continuable", "hidden"))},
+	"t11-P": {4, v4Root(1), ev(tCat, listingFact("t11-B", 2, "continuable", "b"), tCat, listingFact("t11-S", 3, "one-shot", ""))},
+	"t11-B": {4, v4Plain(2), ev(tCat, listingFact("t11-H", -1, "continuable", "hidden"))},
 	"t11-S": {4, v4Plain(3), nil},
 	"t11-H": {4, v4Plain(4), nil},
 	// §8 case 12: how branch read failures map (a log failing validation:
 	// corrupt; a format dsh does not read: unavailable).
-	"t12-P":   {4, v4Root(1), ev(tCat, catFact("t12-BAD", 2, "continuable", "bad"), tCat, catFact("t12-V5", 3, "continuable", "v5"), tCat, catFact("t12-S", 4, "one-shot", ""))},
+	"t12-P":   {4, v4Root(1), ev(tCat, listingFact("t12-BAD", 2, "continuable", "bad"), tCat, listingFact("t12-V5", 3, "continuable", "v5"), tCat, listingFact("t12-S", 4, "one-shot", ""))},
 	"t12-BAD": {4, v4Plain(2), []string{`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`, `{"type":"turn/end","seq":2,"time":2,"data":{"turn":1,"reason":{"kind":"completed"}}}`}},
 	"t12-V5":  {5, v4Plain(3), nil},
 	"t12-S":   {4, v4Plain(4), nil},
 	// §8 case 14: a persisted V4 parent naming a child twice is refused.
-	"t14-P": {4, v4Root(1), ev(tCat, catFact("t14-D", 2, "continuable", "d"))},
-	"t14-D": {4, v4Plain(2), ev(tCat, catFact("t14-X", 3, "one-shot", ""), tCat, catFact("t14-X", 3, "one-shot", ""))},
+	"t14-P": {4, v4Root(1), ev(tCat, listingFact("t14-D", 2, "continuable", "d"))},
+	"t14-D": {4, v4Plain(2), ev(tCat, listingFact("t14-X", 3, "one-shot", ""), tCat, listingFact("t14-X", 3, "one-shot", ""))},
 	"t14-X": {4, v4Plain(3), nil},
 	// §8 case 15: a V3 parent's back-filled catalog, in code-unit order.
 	"t15-P": {3, `"createdAt":1,"cwd":"/w","isSeeded":false,"delegationDepth":0`, nil},
@@ -126,20 +126,20 @@ var catalogSessions = map[string]catalogSession{
 	"t16-P": {3, `"createdAt":1,"cwd":"/w","isSeeded":false,"delegationDepth":0`, ev(tCat, `{"version":0,"childId":"t16-C","childCreatedAt":2,"mode":"one-shot","plugin":"x"}`)},
 	"t16-C": {3, subagentHeader(3, 2, "t16-P"), nil},
 	// §8 case 17: conflicting evidence refuses the back-fill.
-	"t17-P": {3, `"createdAt":1,"cwd":"/w","isSeeded":false,"delegationDepth":0`, ev(tCat, catFact("t17-C", 2, "one-shot", ""))},
+	"t17-P": {3, `"createdAt":1,"cwd":"/w","isSeeded":false,"delegationDepth":0`, ev(tCat, listingFact("t17-C", 2, "one-shot", ""))},
 	"t17-C": {3, subagentHeader(3, 3, "t17-P"), nil},
 	// §8 case 18: two own descriptors and no fact: an unknown entry.
 	"t18-P": {3, `"createdAt":1,"cwd":"/w","isSeeded":false,"delegationDepth":0`, nil},
 	"t18-C": {3, subagentHeader(3, 2, "t18-P"), ev(tDesc, `{"version":3,"mode":"one-shot","provider":"fork","label":"x"}`, tDesc, `{"version":3,"mode":"one-shot","provider":"fork","label":"y"}`)},
 	// §8 case 19: list_agents children: continuable entries only.
-	"t19-P":  {4, v4Root(1), ev(tCat, catFact("t19-O", 2, "one-shot", ""), tCat, catFact("t19-C1", 3, "continuable", "l1"), tCat, catFact("t19-C2", 4, "continuable", "l2"), tCat, catFact("t19-U", 5, "unknown", ""))},
+	"t19-P":  {4, v4Root(1), ev(tCat, listingFact("t19-O", 2, "one-shot", ""), tCat, listingFact("t19-C1", 3, "continuable", "l1"), tCat, listingFact("t19-C2", 4, "continuable", "l2"), tCat, listingFact("t19-U", 5, "unknown", ""))},
 	"t19-O":  {4, v4Plain(2), nil},
 	"t19-C1": {4, v4Plain(3), nil},
 	"t19-C2": {4, v4Plain(4), nil},
 	"t19-U":  {4, v4Plain(5), nil},
 	// §8 case 20: 0.2.x external entries are leaves, never read.
-	"t20-P": {4, v4Root(1), ev(tCat, catFact("t20-E", 2, "external", "external-child"), tCat, catFact("t20-L", 3, "continuable", "l"))},
-	"t20-L": {4, v4Plain(3), ev(tCat, catFact("t20-NE", 4, "external", ""))},
+	"t20-P": {4, v4Root(1), ev(tCat, listingFact("t20-E", 2, "external", "external-child"), tCat, listingFact("t20-L", 3, "continuable", "l"))},
+	"t20-L": {4, v4Plain(3), ev(tCat, listingFact("t20-NE", 4, "external", ""))},
 	// The V0 open point (docs/dsh-compatibility.md): an rc.8 parent and
 	// child (format 0, descriptor version 2) read, the child's entry from
 	// its descriptor; an rc.8 one-shot's grandchild through the back-fill.
