@@ -109,10 +109,11 @@ func checkLaterStrictly(t *testing.T, dir string) map[string]*dshformat.Session 
 	return out
 }
 
-// DSH's later-format children imported, resumed by dsh, a child started
+// DSH's later-format children imported, resumed by dsh, children started
 // beside them, exported: every log reads back under its format's rules and
-// the later releases' requirements, diagnose finds nothing, and the export
-// lists as the store does. On SQLite and PostgreSQL.
+// the later releases' requirements, diagnose finds only what the corpus
+// holds, and the export lists as the store does, under the default profile
+// and as DSH 0.1.7 lists it. On SQLite and PostgreSQL.
 func TestLaterFormatResumeRoundTrip(t *testing.T) {
 	isolateEnv(t)
 	for _, backend := range []string{"sqlite", "postgres"} {
@@ -177,6 +178,35 @@ func TestLaterFormatResumeRoundTrip(t *testing.T) {
 			stdout, stderr, code = runDsh(t, "list", "--source", "jsonl:"+out, "--parent", parent, "-o", "json")
 			if code != 0 || stdout != inStore {
 				t.Errorf("the export lists\n%s(exit %d, %s)\nthe store\n%s", stdout, code, stderr, inStore)
+			}
+
+			// As DSH 0.1.7 lists the parent: from its catalog, DSH's own
+			// fact for the V4 fork child first, then the facts dsh's starts
+			// appended. The resumed V4 child's row is the one the DSH
+			// corpus gives in place; the store and the export agree on
+			// every scope and output.
+			forkRow := `{"kind":"child","id":"c-v4-fork","mode":"continuable","label":"Recall project codeword","activity":"inactive","hasChildren":false}`
+			stdout, stderr, code = runDsh(t, "--dsh-compat", "0.1.7", "list", "--source", "jsonl:"+src, "--parent", parent, "-o", "json")
+			if code != 0 || stdout != "["+forkRow+"]\n" {
+				t.Errorf("0.1.7 listing of DSH's corpus in place: exit %d\n%s%s", code, stdout, stderr)
+			}
+			want017 := "[" + forkRow +
+				`,{"kind":"child","id":"c-new","mode":"continuable","label":"started by dsh","activity":"inactive","hasChildren":false}` +
+				`,{"kind":"child","id":"c-once","mode":"one-shot","activity":"inactive","hasChildren":false}]` + "\n"
+			for _, args := range [][]string{
+				{"-o", "json"},
+				{"--scope", "descendants", "-o", "json"},
+				{"-o", "agents"},
+				{"--scope", "descendants", "-o", "agents"},
+			} {
+				inStore := dsh(append([]string{"--dsh-compat", "0.1.7", "list", "--parent", parent}, args...)...)
+				if args[0] == "-o" && args[1] == "json" && inStore != want017 {
+					t.Errorf("0.1.7 listing of the store\n%s\nwant\n%s", inStore, want017)
+				}
+				stdout, stderr, code = runDsh(t, append([]string{"--dsh-compat", "0.1.7", "list", "--source", "jsonl:" + out, "--parent", parent}, args...)...)
+				if code != 0 || stdout != inStore {
+					t.Errorf("0.1.7 listing %v of the export\n%s(exit %d, %s)\nthe store\n%s", args, stdout, code, stderr, inStore)
+				}
 			}
 		})
 	}
