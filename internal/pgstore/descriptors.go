@@ -12,7 +12,9 @@ import (
 // at the given seq when that event is a subagent/descriptor, in one
 // statement over the events' primary key (subagent.DescriptorReader: the
 // 0.1.0-rc.8 listing checks the descriptors dsh's folds name). Ids whose
-// event is missing, of another type or without data are left out.
+// event is missing, of another type or without data are left out; every
+// descriptor is given whatever its version (the text may not be JSON the
+// server would parse, so the caller judges it).
 func (s *Store) DescriptorsAt(ctx context.Context, at map[string]int64) (map[string]json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, len(at))
 	if len(at) == 0 {

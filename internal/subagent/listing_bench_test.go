@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/gencorpus"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
@@ -41,8 +42,14 @@ func benchStore(b *testing.B, spec gencorpus.Spec) *sqlitepersist.Store {
 // benchListChildren lists the parent's children and prints them as
 // `dsh list -o json` does, the bytes its floors print.
 func benchListChildren(b *testing.B, st *sqlitepersist.Store) {
+	benchListChildrenAs(b, st, dshcompat.Seeds)
+}
+
+// benchListChildrenAs is benchListChildren under a --dsh-compat profile.
+func benchListChildrenAs(b *testing.B, st *sqlitepersist.Store, profile dshcompat.Profile) {
 	ctx := context.Background()
 	l := subagent.NewStoreLister(st, st, 0)
+	l.Profile = profile
 	var out bytes.Buffer
 	p := render.New(&out, render.Options{Format: render.JSON})
 	b.ReportAllocs()
@@ -68,6 +75,22 @@ func benchListChildren(b *testing.B, st *sqlitepersist.Store) {
 func BenchmarkListChildrenWarm(b *testing.B) {
 	st := benchStore(b, gencorpus.Spec{Children: benchChildren, Sessions: benchSessions})
 	benchListChildren(b, st)
+}
+
+// BenchmarkListChildrenWarmRC8 is BenchmarkListChildrenWarm under
+// --dsh-compat 0.1.0-rc.8: seeded children are served from the cache too,
+// and the identities served from dsh's folds cost one more query, reading
+// the descriptors they name (version 3 is not rc.8's).
+func BenchmarkListChildrenWarmRC8(b *testing.B) {
+	st := benchStore(b, gencorpus.Spec{Children: benchChildren, Sessions: benchSessions})
+	benchListChildrenAs(b, st, dshcompat.RC8)
+}
+
+// BenchmarkListChildrenColdRC8 is BenchmarkListChildrenCold under
+// --dsh-compat 0.1.0-rc.8.
+func BenchmarkListChildrenColdRC8(b *testing.B) {
+	st := benchStore(b, gencorpus.Spec{Children: benchChildren, Sessions: benchSessions, NoCheckpoints: true})
+	benchListChildrenAs(b, st, dshcompat.RC8)
 }
 
 // BenchmarkListChildrenCold lists the same parent with an empty cache: every

@@ -35,9 +35,10 @@ import (
 // fold is judged from the events it read.
 
 // DescriptorReader reads, for each session id of at, the data of its
-// event at the given seq when that event is a subagent/descriptor (ids
-// whose event is missing or of another type are left out). It writes
-// nothing.
+// event at the given seq when that event is a subagent/descriptor whose
+// version is 3 (ids whose event is missing or of another type are left
+// out; a descriptor of another version may be given or left out). It
+// writes nothing.
 type DescriptorReader interface {
 	DescriptorsAt(ctx context.Context, at map[string]int64) (map[string]json.RawMessage, error)
 }
