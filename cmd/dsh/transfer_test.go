@@ -57,8 +57,9 @@ func treeFingerprint(t *testing.T, dir string) string {
 // (zstd JSONL, plain JSONL, schema-17 SQLite, with and without DSH's
 // projection cache file) and from the database after `dsh import` of each
 // prints exactly DSH's result — the same values in the same key order —
-// and `-o agents` DSH's list_agents text. The fixtures are left exactly as
-// they were, with no SQLite side files.
+// and `-o agents` DSH's list_agents text — under --dsh-compat seeds and
+// 0.1.0-rc.8 alike. The fixtures are left exactly as they were, with no
+// SQLite side files.
 func TestOracleListingsInPlaceAndImported(t *testing.T) {
 	isolateEnv(t)
 	oracleRoot := dshfixtures.Dir(t, "dsh-oracle")
@@ -87,17 +88,20 @@ func TestOracleListingsInPlaceAndImported(t *testing.T) {
 		variants["sqlite+cache"] = []string{"--source", sources["sqlite"], "--source-cache", cache}
 		for v, args := range variants {
 			for key, l := range o.Listings {
-				base := append(slices.Clone(args), "list", "--parent", l.ID, "--scope", l.Op)
-				out, errOut, code := runDsh(t, append(base, "-o", "json")...)
-				if code != 0 || errOut != "" {
-					t.Fatalf("%s %s %s: exit %d, stderr %s", name, v, key, code, errOut)
-				}
-				if !slices.Equal(dshfixtures.JSONTokens(t, []byte(out)), dshfixtures.JSONTokens(t, l.Result)) {
-					t.Errorf("%s %s %s:\n got %s\nwant %s", name, v, key, out, l.Result)
-				}
-				out, _, code = runDsh(t, append(base, "-o", "agents")...)
-				if code != 0 || out != l.ListAgents.Text+"\n" {
-					t.Errorf("%s %s %s agents (exit %d):\n%s\nwant\n%s", name, v, key, code, out, l.ListAgents.Text)
+				for _, profile := range []string{"seeds", "0.1.0-rc.8"} {
+					v := profile + " " + v
+					base := append(slices.Clone(args), "--dsh-compat", profile, "list", "--parent", l.ID, "--scope", l.Op)
+					out, errOut, code := runDsh(t, append(base, "-o", "json")...)
+					if code != 0 || errOut != "" {
+						t.Fatalf("%s %s %s: exit %d, stderr %s", name, v, key, code, errOut)
+					}
+					if !slices.Equal(dshfixtures.JSONTokens(t, []byte(out)), dshfixtures.JSONTokens(t, l.Result)) {
+						t.Errorf("%s %s %s:\n got %s\nwant %s", name, v, key, out, l.Result)
+					}
+					out, _, code = runDsh(t, append(base, "-o", "agents")...)
+					if code != 0 || out != l.ListAgents.Text+"\n" {
+						t.Errorf("%s %s %s agents (exit %d):\n%s\nwant\n%s", name, v, key, code, out, l.ListAgents.Text)
+					}
 				}
 			}
 		}
