@@ -11,6 +11,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/diagnose"
+	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/session"
@@ -40,8 +41,9 @@ child is written as a crashed writer would have left it:
 
 The ids are fixed. Sessions already in the database are left as they are and
 only the missing ones are written, so running dsh demo again (even after an
-interrupted run) is harmless; remove the database (or use another --db) for
-a fresh corpus.
+interrupted run, or while another dsh demo runs on the same database) is
+harmless and exits 0; remove the database (or use another --db) for a fresh
+corpus.
 
 ` + exitStatusHelp(),
 		Example: "  dsh demo\n  dsh demo -o json\n  dsh --db /tmp/demo.db demo && dsh --db /tmp/demo.db list --parent demo-parent -o agents",
@@ -130,13 +132,8 @@ var demoStarts = []demoStart{
 // whose turn the echo provider answers. Every session gets its own
 // millisecond, so the listing order is the order above.
 func writeDemoCorpus(ctx context.Context, s catalog, rt *subagent.Runtime, now time.Time) (bool, error) {
-	wrote := false
-	if _, err := s.Header(ctx, demoParent); errors.Is(err, backend.ErrNotFound) {
-		if err := writeDemoRoot(ctx, s, now.UnixMilli()); err != nil {
-			return false, err
-		}
-		wrote = true
-	} else if err != nil {
+	wrote, err := writeDemoRoot(ctx, s, now.UnixMilli())
+	if err != nil {
 		return false, err
 	}
 	for i, d := range demoStarts {
@@ -148,9 +145,13 @@ func writeDemoCorpus(ctx context.Context, s catalog, rt *subagent.Runtime, now t
 		at := now.Add(time.Duration(5+i) * time.Millisecond)
 		rt.Now = func() time.Time { return at }
 		label := d.label
-		if _, err := rt.Start(ctx, subagent.StartRequest{
+		_, err := rt.Start(ctx, subagent.StartRequest{
 			Parent: d.parent, ChildID: d.id, Mode: d.mode, Label: &label, Message: d.message, MaxDepth: 2,
-		}); err != nil {
+		})
+		if dsherr.CodeOf(err) == dsherr.DuplicateChild {
+			continue // another dsh demo, running at the same time, started it
+		}
+		if err != nil {
 			return false, fmt.Errorf("start demo child %s: %w", d.id, err)
 		}
 		wrote = true
@@ -160,9 +161,11 @@ func writeDemoCorpus(ctx context.Context, s catalog, rt *subagent.Runtime, now t
 
 // writeDemoRoot writes the root session with one completed turn, its
 // ordinary fork and a subagent child whose only descriptor is malformed (a
-// provider that is not a string), in one transaction. The broken child is
-// dated after the started ones so that it lists last.
-func writeDemoRoot(ctx context.Context, s catalog, now int64) error {
+// provider that is not a string), in one transaction, unless the root is
+// there already: of two demos run at once exactly one writes it, the other
+// finds it inside its transaction or fails to create it as a duplicate. The broken child is dated after the
+// started ones so that it lists last.
+func writeDemoRoot(ctx context.Context, s catalog, now int64) (wrote bool, err error) {
 	cwd := "/demo/work"
 	parent := session.Header{Version: session.FormatVersion, ID: demoParent, CreatedAt: now, Cwd: &cwd}
 	turn := func(messageID, user string, tail ...session.Event) []session.Event {
@@ -186,7 +189,11 @@ func writeDemoRoot(ctx context.Context, s catalog, now int64) error {
 		ParentSession: &parentID, Origin: &origin, DelegationDepth: &depth}
 	brokenLog := turn("demo-user-2", "Do something.", session.Event{Type: session.TypeDescriptor,
 		Data: json.RawMessage(`{"version":2,"mode":"continuable","provider":7,"label":"broken"}`)})
-	return s.Update(ctx, func(tx backend.Store) error {
+	err = s.Update(ctx, func(tx backend.Store) error {
+		if _, err := tx.Header(ctx, demoParent); !errors.Is(err, backend.ErrNotFound) {
+			return err
+		}
+		wrote = true
 		for _, w := range []struct {
 			h      session.Header
 			events []session.Event
@@ -197,4 +204,10 @@ func writeDemoRoot(ctx context.Context, s catalog, now int64) error {
 		}
 		return nil
 	})
+	if errors.Is(err, backend.ErrDuplicate) {
+		// PostgreSQL: another demo committed the root after this
+		// transaction looked (its snapshot did not show it).
+		return false, nil
+	}
+	return wrote && err == nil, err
 }

@@ -35,10 +35,29 @@ func LatestSchemaVersion() (int, error) {
 type fileIdentity struct {
 	applicationID int64
 	userVersion   int
-	objects       int // schema objects not created by SQLite itself
+	// recorded is the highest version in schema_migrations (0 without the
+	// table): a file whose rows run ahead of user_version was migrated by
+	// something else than this dsh, or by a newer one.
+	recorded int
+	objects  int // schema objects not created by SQLite itself
 }
 
-func readIdentity(ctx context.Context, q Querier) (fileIdentity, error) {
+// readIdentity reads the identity in one read transaction. Its parts must
+// come from one snapshot: read one by one, a first user migrating the file
+// meanwhile shows tables without the application id that the same commit
+// set, and a second first user would refuse the file as foreign.
+func readIdentity(ctx context.Context, db *sql.DB) (fileIdentity, error) {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fileIdentity{}, err
+	}
+	defer tx.Rollback()
+	return readIdentityIn(ctx, tx)
+}
+
+// readIdentityIn reads the identity through q, which must read one
+// snapshot (a transaction).
+func readIdentityIn(ctx context.Context, q Querier) (fileIdentity, error) {
 	var id fileIdentity
 	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&id.applicationID); err != nil {
 		return id, err
@@ -46,8 +65,19 @@ func readIdentity(ctx context.Context, q Querier) (fileIdentity, error) {
 	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&id.userVersion); err != nil {
 		return id, err
 	}
-	err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE name NOT GLOB 'sqlite_*'").Scan(&id.objects)
-	return id, err
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE name NOT GLOB 'sqlite_*'").Scan(&id.objects); err != nil {
+		return id, err
+	}
+	var tables int
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").Scan(&tables); err != nil || tables == 0 {
+		return id, err
+	}
+	var recorded sql.NullInt64
+	if err := q.QueryRowContext(ctx, "SELECT max(version) FROM schema_migrations").Scan(&recorded); err != nil {
+		return id, err
+	}
+	id.recorded = int(recorded.Int64)
+	return id, nil
 }
 
 // check refuses a file dsh must not touch: another application's database,
@@ -63,6 +93,13 @@ func (id fileIdentity) check(path string, latest int) error {
 	case id.userVersion > latest:
 		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrSchemaTooNew,
 			Msg: fmt.Sprintf("%s has schema version %d, newer than this dsh supports (%d); upgrade dsh", path, id.userVersion, latest)}
+	case id.recorded > id.userVersion:
+		// Every dsh records a migration in the transaction that sets
+		// user_version to it, so the two never disagree in a file only dsh
+		// wrote: a newer dsh (or another tool) applied migration N.
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrSchemaTooNew,
+			Msg: fmt.Sprintf("%s records schema migration %d in schema_migrations but has schema version %d (this dsh supports %d): "+
+				"it was changed by a newer dsh or another tool; upgrade dsh", path, id.recorded, id.userVersion, latest)}
 	}
 	return nil
 }
@@ -100,7 +137,7 @@ func applyMigration(ctx context.Context, db *sql.DB, path string, m migration, l
 		return dsherr.Wrap(dsherr.StoreUnavailable, err, "migrate %s", path)
 	}
 	defer tx.Rollback()
-	id, err := readIdentity(ctx, tx)
+	id, err := readIdentityIn(ctx, tx)
 	if err != nil {
 		return dsherr.Wrap(dsherr.StoreUnavailable, err, "migrate %s", path)
 	}

@@ -16,10 +16,13 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dsh-project/dsh/internal/backend"
@@ -86,12 +89,19 @@ type Store struct {
 	stmts *stmtCache
 	// clock is Options.Clock.
 	clock func() time.Time
+	// private is the temporary directory holding the private copy a
+	// read-only store reads (see privateCopy); Close removes it.
+	private string
 }
 
 // Open opens the store at path for reading and writing, creating the file
 // (0600, in a 0700 directory) when it is missing and applying pending
 // migrations. A symlink or non-regular file at path, or a symlinked parent
 // directory, is refused.
+//
+// Any number of processes may be the first to open a new file at once: each
+// waits for the others (up to the busy timeout) and finds the store they
+// created, never a half-made one.
 func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	busyMillis, err := o.busyTimeoutMillis()
 	if err != nil {
@@ -104,6 +114,34 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 	if err := checkWritableFiles(abs); err != nil {
 		return nil, err
 	}
+	// SQLite does not call the busy handler everywhere an open can meet
+	// another first user: switching a new file to WAL mode, or reading it
+	// while another connection recovers its -wal, fails with SQLITE_BUSY at
+	// once. Every step of an open is safe to repeat, so a busy open is
+	// retried until the busy timeout has passed.
+	deadline := time.Now().Add(time.Duration(busyMillis) * time.Millisecond)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		s, err := openAt(ctx, abs, busyMillis, o)
+		if err == nil || !isBusy(err) || time.Now().Add(wait).After(deadline) {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// sqliteBusy is SQLITE_BUSY, the primary code of every busy variant.
+const sqliteBusy = 5
+
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqliteBusy
+}
+
+func openAt(ctx context.Context, abs string, busyMillis int64, o Options) (*Store, error) {
 	// The connection pragmas below switch the file to WAL, which rewrites
 	// its header: a file dsh must refuse is refused before that.
 	if err := precheckIdentity(ctx, abs, busyMillis); err != nil {
@@ -159,8 +197,10 @@ func Open(ctx context.Context, path string, o Options) (*Store, error) {
 // writes nothing beside it: stores written by dsh keep their -wal and -shm
 // (see persistentWAL), whose index is mapped read-only; a file archived or
 // copied without them is opened immutable, which works in a read-only
-// directory (package sqliteread has the rules). A missing file is an error
-// wrapping ErrNoDatabase.
+// directory (package sqliteread has the rules). A -wal holding a commit
+// that no usable index covers (a writer killed between its commit and the
+// index update) is read through a private copy (see openPrivateCopy). A
+// missing file is an error wrapping ErrNoDatabase.
 func OpenReadOnly(ctx context.Context, path string, o Options) (*Store, error) {
 	busyMillis, err := o.busyTimeoutMillis()
 	if err != nil {
@@ -171,7 +211,22 @@ func OpenReadOnly(ctx context.Context, path string, o Options) (*Store, error) {
 		return nil, err
 	}
 	q := url.Values{}
-	if err := sqliteread.Query(abs, q); err != nil {
+	open, private := abs, ""
+	err = sqliteread.Query(abs, q)
+	if errors.Is(err, sqliteread.ErrWALWithoutIndex) {
+		q = url.Values{}
+		private, err = privateCopy(ctx, abs)
+		if err != nil {
+			if p := readProblem(abs); p != nil {
+				return nil, p
+			}
+			return nil, dsherr.Wrap(dsherr.StoreUnavailable, err,
+				"open %s read-only: its -wal holds a commit no index covers, and reading it through a private copy failed; run dsh init once, which recovers the log", abs)
+		}
+		// The copy is this process's own: opening it for writing
+		// rebuilds its index there, and query_only keeps it unchanged.
+		open = filepath.Join(private, filepath.Base(abs))
+	} else if err != nil {
 		if p := readProblem(abs); p != nil {
 			return nil, p
 		}
@@ -180,24 +235,25 @@ func OpenReadOnly(ctx context.Context, path string, o Options) (*Store, error) {
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busyMillis, 10)+")")
 	q.Add("_pragma", "trusted_schema(OFF)")
 	q.Add("_pragma", "query_only(1)")
-	db, err := sql.Open("sqlite", fileURI(abs, q))
+	db, err := sql.Open("sqlite", fileURI(open, q))
 	if err != nil {
+		os.RemoveAll(private)
 		return nil, dsherr.Wrap(dsherr.StoreUnavailable, err, "open %s read-only", abs)
 	}
-	s := &Store{db: db, path: abs, readOnly: true, clock: o.Clock}
+	s := &Store{db: db, path: abs, readOnly: true, clock: o.Clock, private: private}
 	if err := s.checkPragmas(ctx, map[string]int64{
 		"busy_timeout":   busyMillis,
 		"trusted_schema": 0,
 		"query_only":     1,
 	}, ""); err != nil {
-		db.Close()
+		s.Close()
 		if p := readProblem(abs); p != nil {
 			return nil, p
 		}
 		return nil, err
 	}
 	if err := checkReadableSchema(ctx, db, abs); err != nil {
-		db.Close()
+		s.Close()
 		if p := readProblem(abs); p != nil {
 			return nil, p
 		}
@@ -206,12 +262,105 @@ func OpenReadOnly(ctx context.Context, path string, o Options) (*Store, error) {
 	return s, nil
 }
 
+// privateCopy copies the database at abs and its -wal (not its stale or
+// missing -shm) into a new private temporary directory and returns it. It
+// serves the one state package sqliteread cannot read without writing
+// beside the file: no process has the file open (its -shm is missing, or
+// held by no connection), and the -wal holds a commit the index does not
+// cover. SQLite must rebuild the index to read that commit, which a read
+// command may not do beside the database; in the copy it may. A copy that
+// changed under it (a writer opened the file meanwhile) is taken again.
+func privateCopy(ctx context.Context, abs string) (dir string, err error) {
+	for attempt := 0; ; attempt++ {
+		before, err := fileStamps(abs)
+		if err != nil {
+			return "", err
+		}
+		dir, err = os.MkdirTemp("", "dsh-read-")
+		if err != nil {
+			return "", err
+		}
+		for _, suffix := range []string{"", "-wal"} {
+			if err = copyFile(ctx, abs+suffix, filepath.Join(dir, filepath.Base(abs)+suffix)); err != nil {
+				os.RemoveAll(dir)
+				return "", err
+			}
+		}
+		after, err := fileStamps(abs)
+		if err == nil && after == before {
+			return dir, nil
+		}
+		os.RemoveAll(dir)
+		if err != nil {
+			return "", err
+		}
+		if attempt == 2 {
+			return "", errors.New("the database kept changing while it was copied")
+		}
+	}
+}
+
+// fileStamps is the size and modification time of the database and its
+// -wal and -shm, which a writer opening the file changes.
+func fileStamps(abs string) (string, error) {
+	var b strings.Builder
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		fi, err := os.Stat(abs + suffix)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			b.WriteString("-;")
+		case err != nil:
+			return "", err
+		default:
+			fmt.Fprintf(&b, "%d %d;", fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	return b.String(), nil
+}
+
+// copyFile copies src to a new file dst (0600), stopping when ctx ends.
+func copyFile(ctx context.Context, src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	for {
+		if err := ctx.Err(); err != nil {
+			out.Close()
+			return err
+		}
+		n, rerr := in.Read(buf)
+		if n > 0 {
+			if _, err := out.Write(buf[:n]); err != nil {
+				out.Close()
+				return err
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			return out.Close()
+		}
+		if rerr != nil {
+			out.Close()
+			return rerr
+		}
+	}
+}
+
 // precheckIdentity refuses a non-empty file that is not a dsh store, or is
-// one from a newer dsh, reading it through a read-only connection. A hot
-// rollback journal beside the file (a writer crashed mid-transaction, after
-// something switched the file out of WAL mode) cannot be rolled back read
-// only: the identity is then read through a writable connection, which
-// rolls the journal back first, as that writer's next open would have.
+// one from a newer dsh, reading it as read commands do (package sqliteread),
+// so that a refused file gets nothing written beside it. Where that cannot
+// read it — a hot rollback journal (a writer crashed mid-transaction after
+// something switched the file out of WAL mode), or a -wal whose index is
+// missing or stale — the identity is read through a writable connection,
+// which recovers the file first, as that writer's own open would have. So
+// is a file another first user is switching to WAL mode at this moment
+// (the read-only way may read it immutable, without waiting on its locks).
 func precheckIdentity(ctx context.Context, abs string, busyMillis int64) error {
 	if fi, err := os.Stat(abs); err != nil || fi.Size() == 0 {
 		return nil // a new file; a stat failure resurfaces when SQLite opens it
@@ -220,9 +369,16 @@ func precheckIdentity(ctx context.Context, abs string, busyMillis int64) error {
 	if err != nil {
 		return dsherr.Wrap(dsherr.Internal, err, "embedded migrations")
 	}
-	id, err := readIdentityAt(ctx, abs, busyMillis, "ro")
-	if sqliteread.HotJournal(err) {
-		id, err = readIdentityAt(ctx, abs, busyMillis, "rw")
+	q := url.Values{}
+	err = sqliteread.Query(abs, q)
+	var id fileIdentity
+	if err == nil {
+		id, err = readIdentityAt(ctx, abs, busyMillis, q)
+	}
+	if err != nil {
+		q = url.Values{}
+		q.Set("mode", "rw")
+		id, err = readIdentityAt(ctx, abs, busyMillis, q)
 	}
 	if err != nil {
 		return dsherr.Wrap(dsherr.StoreUnavailable, err, "read schema of %s", abs)
@@ -230,9 +386,7 @@ func precheckIdentity(ctx context.Context, abs string, busyMillis int64) error {
 	return id.check(abs, latest)
 }
 
-func readIdentityAt(ctx context.Context, abs string, busyMillis int64, mode string) (fileIdentity, error) {
-	q := url.Values{}
-	q.Set("mode", mode)
+func readIdentityAt(ctx context.Context, abs string, busyMillis int64, q url.Values) (fileIdentity, error) {
 	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(busyMillis, 10)+")")
 	q.Add("_pragma", "trusted_schema(OFF)")
 	db, err := sql.Open("sqlite", fileURI(abs, q))
@@ -316,7 +470,13 @@ func (s *Store) Close() error {
 	if s.tx != nil {
 		return errors.New("sqlitepersist: Close called on a transaction view")
 	}
-	return s.db.Close()
+	err := s.db.Close()
+	if s.private != "" {
+		if rerr := os.RemoveAll(s.private); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return err
 }
 
 // Path is the absolute path of the database file.

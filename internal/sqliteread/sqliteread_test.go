@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	_ "modernc.org/sqlite"
@@ -43,12 +44,50 @@ func TestQueryByWhatLiesBeside(t *testing.T) {
 		t.Fatalf("with an -shm: %v %v, want readonly_shm=1", q, err)
 	}
 	os.Remove(path + "-shm")
-	if err := os.WriteFile(path+"-wal", []byte("frames"), 0o600); err != nil {
+	// A -wal with no committed transaction (a writer killed before its
+	// first commit): the file alone is the database.
+	committed := committedWAL(t)
+	uncommitted := slices.Clone(committed)
+	uncommitted[len(uncommitted)-1] ^= 1 // the commit frame's checksum fails
+	for name, wal := range map[string][]byte{"short": []byte("frames"), "header only": committed[:32], "uncommitted": uncommitted} {
+		if err := os.WriteFile(path+"-wal", wal, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		q = url.Values{}
+		if err := Query(path, q); err != nil || q.Get("immutable") != "1" {
+			t.Fatalf("a %s -wal without its -shm: %v %v, want immutable=1", name, q, err)
+		}
+	}
+	if err := os.WriteFile(path+"-wal", committed, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := Query(path, url.Values{}); !errors.Is(err, ErrWALWithoutIndex) {
-		t.Fatalf("a -wal without its -shm: %v, want ErrWALWithoutIndex", err)
+		t.Fatalf("a committed -wal without its -shm: %v, want ErrWALWithoutIndex", err)
 	}
+}
+
+// committedWAL returns the -wal of a database holding one committed
+// transaction in one frame, read while its connection is open.
+func committedWAL(t *testing.T) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "w.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec("CREATE TABLE t (x)"); err != nil {
+		t.Fatal(err)
+	}
+	wal, err := os.ReadFile(path + "-wal")
+	if err != nil || len(wal) < 32+24+512 {
+		t.Fatalf("-wal of %d bytes (%v)", len(wal), err)
+	}
+	if ok, err := walCommitted(path + "-wal"); !ok || err != nil {
+		t.Fatalf("walCommitted of a committed -wal: %v, %v", ok, err)
+	}
+	return wal
 }
 
 // An archived WAL file in a read-only directory reads, and nothing is
