@@ -63,8 +63,12 @@ encoded into one directory name (A-Z a-z 0-9 . _ - kept, anything else
 is refused. An id whose encoded name exceeds 255 bytes is refused with that
 reason. An existing session log, in either compression, is never replaced
 and never joined by the other compression (a directory holding both is
-unreadable for DSH and dsh): the session fails with ALREADY_EXISTS, or with
---skip-existing is skipped, which resumes an interrupted export.
+unreadable for DSH and dsh). Without --skip-existing every session's log is
+looked for first, and when any is there nothing at all is written
+(ALREADY_EXISTS, exit 2); --skip-existing skips those sessions and writes the
+rest, which resumes an interrupted export. A session that cannot be written
+(a full disk, a log that appeared meanwhile) leaves nothing of itself
+behind; the sessions written before it stay, and the exit status is 3.
 
 What is exported: the named sessions; with --parent, that session and its
 direct children (every session naming it as parent, ordinary forks
@@ -74,8 +78,8 @@ is drawn at the end; -o json prints one document at the end), then a summary
 line on stderr. Read-only for the database.
 
 ` + exitStatusHelp(
-			exitLine{exitUsage, "an unknown session id or parent (NOT_FOUND; nothing written), or a session file exists (ALREADY_EXISTS; the other sessions were written)"},
-			exitLine{exitStore, "some session could not be read or written, for example a log with a corrupt committed row; the others were"},
+			exitLine{exitUsage, "an unknown session id or parent (NOT_FOUND), or a session's log already exists under DIR (ALREADY_EXISTS); nothing written"},
+			exitLine{exitStore, "some session could not be read or written (a log with a corrupt committed row, a full disk); the others were written: a partial export, which --skip-existing completes"},
 		),
 		Example: `  dsh export --to ./out --all
   dsh export --to ./out --parent 11111111-1111-4111-8111-111111111111 --scope descendants
@@ -168,6 +172,7 @@ func runExport(ctx context.Context, a *app, p *render.Printer, opts exportOption
 		l = render.NewList(p, exportColumns)
 	}
 	var printErr error
+	selected := 0
 	show := func(r transfer.Exported) {
 		switch {
 		case r.Err != nil:
@@ -186,6 +191,7 @@ func runExport(ctx context.Context, a *app, p *render.Printer, opts exportOption
 		if err != nil {
 			return err
 		}
+		selected = len(ids)
 		step, finish := a.progress(opts.progress, "export", len(ids))
 		defer finish()
 		results, err = transfer.Export(ctx, view, opts.to, ids, transfer.ExportOptions{
@@ -197,6 +203,12 @@ func runExport(ctx context.Context, a *app, p *render.Printer, opts exportOption
 		})
 		return err
 	})
+	var existing *transfer.ExistingLogsError
+	if errors.As(err, &existing) {
+		return &dsherr.Error{Code: dsherr.AlreadyExists, Err: err, Msg: fmt.Sprintf(
+			"export: nothing written: %d of the %d session(s) already have a log under %s (%s first); --skip-existing skips them and writes the rest",
+			len(existing.Paths), selected, opts.to, existing.Paths[0])}
+	}
 	if err != nil {
 		return err
 	}
@@ -247,10 +259,14 @@ func runExport(ctx context.Context, a *app, p *render.Printer, opts exportOption
 			fmt.Fprintf(a.stderr, "dsh: %s\n", line)
 		}
 		return nil
-	case exists == failed:
-		// The database was read fine; the target was in the way.
+	case exists == failed && written == 0:
+		// The database was read fine; the target was in the way (a log
+		// that appeared after the check before writing), and nothing
+		// was written.
 		return dsherr.New(dsherr.AlreadyExists, "export: %s: their files already exist (--skip-existing skips them)", line)
 	}
+	// Some sessions were written and some not: a partial export, which
+	// --skip-existing completes once the cause is fixed.
 	return dsherr.New(dsherr.StoreUnavailable, "export: %s", line)
 }
 

@@ -41,8 +41,11 @@ damaged zstd frame before a later turn/end: the events before the damage and
 the rest as found), a torn tail and an interrupted turn are kept exactly as
 found, so each session lists and diagnoses the same after the import as in
 the source. Each session is
-written in its own transaction, with the projection checkpoint of its log
-when the log reads and folds. Importing again is safe: a session already in
+written whole, with the projection checkpoint of its log when the log reads
+and folds, in batches of up to 1,000 sessions (or 64k events) per
+transaction; a session's row is printed once its batch is committed, so an
+import interrupted or killed has stored exactly the sessions it printed and,
+run again, skips them and imports the rest. Importing again is safe: a session already in
 the database with the same lifecycle and log is skipped; when the source's log
 has grown since (the stored log is its start), the new events are appended,
 validated as any append; a session whose lifecycle or stored log differs is a
@@ -50,7 +53,7 @@ conflict and is never overwritten. A session the source cannot offer
 (a file whose header cannot be read, an id found in two files, a later DSH
 format version) is unreadable, reported with its file, and not imported.
 
-Prints one row per session as soon as it is decided (an aligned table on a
+Prints one row per session as soon as it is committed (an aligned table on a
 terminal is drawn at the end; -o json prints one document at the end): its
 outcome (imported, appended, skipped, conflict, unreadable), events (for
 appended: the events appended) and details. A summary line goes to stderr; --dry-run

@@ -71,7 +71,9 @@ const maxSegmentBytes = 255
 // linked into place, so an existing session file is never overwritten:
 // that fails with an error matching fs.ErrExist). The events are written as
 // one batch and must be contiguous from seq 0. It returns the file's path.
-func WriteJSONL(ctx context.Context, dir string, h session.Header, events []session.Event, opts WriteOptions) (string, error) {
+// A write that fails (a full disk, say) leaves nothing it created: not the
+// sidecar, not an empty session or project directory.
+func WriteJSONL(ctx context.Context, dir string, h session.Header, events []session.Event, opts WriteOptions) (path string, err error) {
 	if !session.IsReadableFormat(h.Version) {
 		return "", fmt.Errorf("write session %q: format version %d: dsh writes only versions %d and %d–%d", h.ID, h.Version, session.FormatVersion, session.MinLaterFormat, session.MaxLaterFormat)
 	}
@@ -126,7 +128,23 @@ func WriteJSONL(ctx context.Context, dir string, h session.Header, events []sess
 		}
 	}
 	sessionDir := filepath.Join(dir, project, segment)
-	if err := mkdirSynced(sessionDir); err != nil {
+	var created []string // directories this call made, parents first
+	sidecarWritten := ""
+	defer func() {
+		if err == nil {
+			return
+		}
+		if sidecarWritten != "" {
+			os.Remove(sidecarWritten)
+		}
+		// Only empty directories go: one another writer filled
+		// meanwhile stays.
+		for i := len(created) - 1; i >= 0; i-- {
+			os.Remove(created[i])
+		}
+	}()
+	created, err = mkdirSynced(sessionDir)
+	if err != nil {
 		return "", fmt.Errorf("write session %q: %w", h.ID, err)
 	}
 	if err := checkInside(dir, sessionDir); err != nil {
@@ -147,6 +165,7 @@ func WriteJSONL(ctx context.Context, dir string, h session.Header, events []sess
 			if err := publish(sidePath, side); err != nil {
 				return "", fmt.Errorf("write session %q: %w", h.ID, err)
 			}
+			sidecarWritten = sidePath
 		}
 	}
 	final := filepath.Join(sessionDir, name)
@@ -332,7 +351,7 @@ var frameEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
 // replacing an existing file.
 func publish(final string, content []byte) (err error) {
 	dir := filepath.Dir(final)
-	if err := mkdirSynced(dir); err != nil {
+	if _, err := mkdirSynced(dir); err != nil {
 		return err
 	}
 	if _, err := os.Lstat(final); err == nil {
@@ -370,28 +389,33 @@ func publish(final string, content []byte) (err error) {
 }
 
 // mkdirSynced creates dir and its missing parents with mode 0700, syncing
-// each new directory's parent so the entry is durable.
-func mkdirSynced(dir string) error {
+// each new directory's parent so the entry is durable. It returns the
+// directories it created, parents first.
+func mkdirSynced(dir string) ([]string, error) {
 	info, err := os.Stat(dir)
 	if err == nil {
 		if !info.IsDir() {
-			return fmt.Errorf("%s is not a directory", dir)
+			return nil, fmt.Errorf("%s is not a directory", dir)
 		}
-		return nil
+		return nil, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return nil, err
 	}
+	var created []string
 	parent := filepath.Dir(dir)
 	if parent != dir {
-		if err := mkdirSynced(parent); err != nil {
-			return err
+		if created, err = mkdirSynced(parent); err != nil {
+			return created, err
 		}
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return created, syncDir(parent)
+		}
+		return created, err
 	}
-	return syncDir(parent)
+	return append(created, dir), syncDir(parent)
 }
 
 func syncDir(dir string) error {

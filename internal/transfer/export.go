@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dshformat"
@@ -55,12 +56,28 @@ type Exported struct {
 }
 
 // ExportSource is what an export reads from a backend: raw logs, and the
-// headers that pick the sessions (a parent's tree, or every session).
+// headers that pick the sessions (a parent's tree, or every session) and
+// name their files.
 type ExportSource interface {
+	backend.HeaderReader
 	backend.LogReader
 	backend.ChildrenReader
 	backend.SessionLister
 }
+
+// ExistingLogsError: without SkipExisting, some of the sessions already
+// have a log under the target, so Export wrote nothing. It matches
+// fs.ErrExist.
+type ExistingLogsError struct {
+	// Paths are the logs found, in the order of the sessions.
+	Paths []string
+}
+
+func (e *ExistingLogsError) Error() string {
+	return fmt.Sprintf("%d session(s) already have a log under the target (%s first)", len(e.Paths), e.Paths[0])
+}
+
+func (e *ExistingLogsError) Unwrap() error { return fs.ErrExist }
 
 // SourceFormatReader reads which foreign format a stored session was
 // imported from (dshformat.FormatName; "" when dsh created it).
@@ -76,10 +93,18 @@ type SourceFormatReader interface {
 // written as it is, so that importing the files again gives the same
 // headers and events. Nothing is written outside dir, whatever the id. A
 // session whose log already exists there, in either compression, is never
-// replaced or doubled: it fails, or with SkipExisting is skipped.
+// replaced or doubled: with SkipExisting it is skipped; without, Export
+// looks for every session's log first and, when any is there, writes
+// nothing and returns an *ExistingLogsError (a log that appears while the
+// export runs still fails that one session).
 // Per-session failures are reported in the results; only a failure to read
-// st, or cancellation, is returned as an error.
+// st, existing logs, or cancellation is returned as an error.
 func Export(ctx context.Context, st ExportSource, dir string, ids []string, opts ExportOptions) ([]Exported, error) {
+	if !opts.SkipExisting {
+		if err := refuseExisting(ctx, st, dir, ids); err != nil {
+			return nil, err
+		}
+	}
 	out := make([]Exported, 0, len(ids))
 	for i, id := range ids {
 		if err := ctx.Err(); err != nil {
@@ -108,6 +133,32 @@ func Export(ctx context.Context, st ExportSource, dir string, ids []string, opts
 		}
 	}
 	return out, nil
+}
+
+// refuseExisting returns an *ExistingLogsError when any session of ids
+// already has a log under dir.
+func refuseExisting(ctx context.Context, st backend.HeaderReader, dir string, ids []string) error {
+	var found []string
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h, err := st.Header(ctx, id)
+		if errors.Is(err, backend.ErrNotFound) {
+			continue // reported as that session's failure
+		}
+		if err != nil {
+			return err
+		}
+		// An id with no file name (too long, say) fails when written.
+		if existing, err := dshformat.ExistingLog(dir, h); err == nil && existing != "" {
+			found = append(found, existing)
+		}
+	}
+	if len(found) > 0 {
+		return &ExistingLogsError{Paths: found}
+	}
+	return nil
 }
 
 func exportOne(ctx context.Context, st ExportSource, dir, id string, opts ExportOptions) (Exported, error) {
