@@ -579,3 +579,50 @@ func TestImportRefusesEmptyID(t *testing.T) {
 		t.Fatalf("stored %q, %v", ids, err)
 	}
 }
+
+// An import stopped part-way (interrupted, killed) has stored exactly the
+// sessions it reported — each batch is one transaction, and its rows are
+// reported once it is committed — and running it again skips those and
+// imports the rest (what the README and docs/cli-contract.md promise).
+func TestImportStoppedStoresWhatItReported(t *testing.T) {
+	dir := t.TempDir()
+	const n = batchSessions + 100
+	for i := range n {
+		// Loose session files, header only: quick to write, read as any.
+		h := session.Header{ID: fmt.Sprintf("s%04d", i), CreatedAt: 1_700_000_000_000 + int64(i)}
+		if err := os.WriteFile(filepath.Join(dir, h.ID+".jsonl"), append(h.MarshalJSONL(), '\n'), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var reported []string
+	_, err := Import(ctx, st, openSource(t, Location{KindJSONL, dir}), ImportOptions{
+		OnResult: func(r Result) {
+			reported = append(reported, r.ID)
+			if len(reported) == batchSessions {
+				cancel() // the second batch is being written
+			}
+		},
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	var stored []string
+	if err := st.ListHeaders(context.Background(), func(h session.Header) error {
+		stored = append(stored, h.ID)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(stored)
+	slices.Sort(reported)
+	if len(reported) != batchSessions || !slices.Equal(stored, reported) {
+		t.Fatalf("reported %d sessions, stored %d: the store must hold exactly the reported ones", len(reported), len(stored))
+	}
+	sum := importAll(t, st, Location{KindJSONL, dir})
+	if sum.Skipped != batchSessions || sum.Imported != n-batchSessions {
+		t.Fatalf("import again: %d skipped, %d imported; want %d and %d", sum.Skipped, sum.Imported, batchSessions, n-batchSessions)
+	}
+}
