@@ -169,21 +169,30 @@ func TestExportLayout(t *testing.T) {
 		t.Errorf("missing: %+v", res[3])
 	}
 
-	// Either compression of a session already there refuses the other:
-	// both in one directory make the corpus unreadable.
-	again, err := Export(ctx, st, out, []string{"odd/id"}, ExportOptions{})
+	// Either compression of a session already there refuses the other
+	// (both in one directory make the corpus unreadable), and then nothing
+	// at all is written, not even the sessions that are not there yet.
+	mixed := t.TempDir()
+	if _, err := Export(ctx, st, mixed, []string{"odd/id"}, ExportOptions{Compression: dshformat.CompressionNone}); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(mixed, project, "odd~002Fid", "session.jsonl")
+	tornHeader, err := st.Header(ctx, "torn")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(again[0].Err, fs.ErrExist) || !strings.Contains(again[0].Err.Error(), "session.jsonl") {
-		t.Fatalf("a zstd file beside the plain one: %+v", again[0])
-	}
-	again, err = Export(ctx, st, out, []string{"odd/id"}, ExportOptions{Compression: dshformat.CompressionNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !errors.Is(again[0].Err, fs.ErrExist) {
-		t.Fatalf("second export over the same file: %+v", again[0])
+	for _, c := range []ExportOptions{{}, {Compression: dshformat.CompressionNone}} {
+		again, err := Export(ctx, st, mixed, []string{"torn", "odd/id"}, c)
+		var existing *ExistingLogsError
+		if !errors.As(err, &existing) || !errors.Is(err, fs.ErrExist) || len(existing.Paths) != 1 || existing.Paths[0] != plain || again != nil {
+			t.Fatalf("export beside %s: %v, %+v; want an ExistingLogsError naming it", plain, err, again)
+		}
+		if entries, err := os.ReadDir(filepath.Dir(plain)); err != nil || len(entries) != 1 {
+			t.Fatalf("%s holds %v (%v): the refused export wrote beside the log", filepath.Dir(plain), entries, err)
+		}
+		if other, err := dshformat.ExistingLog(mixed, tornHeader); err != nil || other != "" {
+			t.Fatalf("the refused export wrote the other session: %q, %v", other, err)
+		}
 	}
 }
 
