@@ -98,7 +98,18 @@ func TestReadCommandsAfterWriterKilledEarly(t *testing.T) {
 			if err := os.Chmod(exportDir, 0o777); err != nil {
 				t.Fatal(err)
 			}
-			unprivileged := unprivilegedDsh(t, dir, exportDir)
+			// The private copy a read may make goes to $TMPDIR, which
+			// the unprivileged user must be able to write, as a user's
+			// own temporary directory is.
+			tmp := filepath.Join(home, "tmp-"+filepath.Base(t.Name()))
+			if err := os.MkdirAll(tmp, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(tmp, 0o1777); err != nil {
+				t.Fatal(err)
+			}
+			unprivileged := unprivilegedDsh(t, dir, exportDir, tmp)
+			t.Setenv("TMPDIR", tmp)
 			files := []string{db, db + "-wal", db + "-shm"}
 			before := make([]fileState, len(files))
 			for i, f := range files {
@@ -148,6 +159,9 @@ func TestReadCommandsAfterWriterKilledEarly(t *testing.T) {
 							t.Errorf("%s: dsh %v changed %s", runner.name, args, filepath.Base(f))
 						}
 					}
+				}
+				if left := dirNames(t, tmp); len(left) != 0 {
+					t.Errorf("%s: the reads left %v in TMPDIR", runner.name, left)
 				}
 				stdout, stderr, code := runner.run(t, "session", "ls", "-o", "jsonl")
 				for _, id := range []string{`"id":"late"`, `"id":"fork"`, `"id":"torn"`} {
