@@ -210,6 +210,11 @@ func typeFilter(types []string) (string, []any) {
 	if len(types) == 1 && types[0] == session.TypeDescriptor {
 		return "type = '" + session.TypeDescriptor + "'", nil
 	}
+	if storedlog.CatalogIndexed(types) {
+		// Constants PostgreSQL can prove imply the catalog index's
+		// predicate (migration 0008).
+		return storedlog.TypeList("type", types), nil
+	}
 	return "type = ANY($2::text[])", []any{types}
 }
 

@@ -126,6 +126,12 @@ func joinedTypeFilter(types []string) (string, []any) {
 		// A literal type lets SQLite match the partial index's WHERE clause.
 		return "e.type = '" + session.TypeDescriptor + "'", nil
 	}
+	if storedlog.CatalogIndexed(types) {
+		// The catalog index's own IN list (migration 0008), literally, so
+		// that SQLite matches the partial index; the types asked for
+		// narrow it.
+		return storedlog.CatalogIndexFilter("e.type") + " AND " + storedlog.TypeList("e.type", types), nil
+	}
 	params := make([]string, len(types))
 	args := make([]any, len(types))
 	for k, t := range types {

@@ -176,23 +176,32 @@ func (s *Store) InspectTypes(ctx context.Context, id string, types ...string) (*
 	return ins, nil
 }
 
+// verifiedTypesQuery is the statement reading one session's (?1) events of
+// the given types, and its type arguments: a literal predicate where a
+// partial index covers the types, so that SQLite uses it.
+func verifiedTypesQuery(types []string) (string, []any) {
+	switch {
+	case len(types) == 1 && types[0] == session.TypeDescriptor:
+		return "SELECT " + eventColumns + " FROM events WHERE session_id = ? AND type = '" + session.TypeDescriptor + "' ORDER BY seq", nil
+	case storedlog.CatalogIndexed(types):
+		// The catalog index's predicate, literally (migration 0008).
+		return "SELECT " + eventColumns + " FROM events WHERE session_id = ? AND " + storedlog.CatalogIndexFilter("type") + " AND " + storedlog.TypeList("type", types) + " ORDER BY seq", nil
+	}
+	args := make([]any, len(types))
+	for i, t := range types {
+		args[i] = t
+	}
+	return "SELECT " + eventColumns + " FROM events WHERE session_id = ? AND type IN (?" + strings.Repeat(", ?", len(types)-1) + ") ORDER BY seq", args
+}
+
 // inspectVerifiedTypes is InspectTypes' fast path. Its result equals the
 // filtered full Inspect because verified = 1 means every row was validated
 // by a dsh write path and no row changed since (the triggers of migration
 // 0001 clear the flag on any other change).
 func inspectVerifiedTypes(ctx context.Context, q Querier, st sessionState, types []string) (*Inspection, error) {
 	id := st.header.ID
-	var query string
-	args := []any{id}
-	if len(types) == 1 && types[0] == session.TypeDescriptor {
-		// A literal type lets SQLite match the partial index's WHERE clause.
-		query = "SELECT " + eventColumns + " FROM events WHERE session_id = ? AND type = '" + session.TypeDescriptor + "' ORDER BY seq"
-	} else {
-		query = "SELECT " + eventColumns + " FROM events WHERE session_id = ? AND type IN (?" + strings.Repeat(", ?", len(types)-1) + ") ORDER BY seq"
-		for _, t := range types {
-			args = append(args, t)
-		}
-	}
+	query, typeArgs := verifiedTypesQuery(types)
+	args := append([]any{id}, typeArgs...)
 	events, err := decodeVerified(ctx, q, id, query, args...)
 	if err != nil {
 		return nil, err

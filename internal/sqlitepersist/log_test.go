@@ -632,6 +632,9 @@ func assertInspectTypesMatches(t *testing.T, s *Store, id string) {
 		{session.TypeToolResult, session.TypeStepEnd},
 		{session.TypeUserMessage, session.TypeDescriptor},
 		{"no/such-type"},
+		// The catalog index's types (migration 0008), all and some.
+		{session.TypeCatalog, session.TypeEndSeed, session.TypeDescriptor},
+		{session.TypeEndSeed, session.TypeDescriptor},
 	} {
 		got, err := s.InspectTypes(ctx, id, set...)
 		if fullErr != nil {
@@ -676,6 +679,23 @@ func TestInspectTypesFastPathMatchesInspect(t *testing.T) {
 	dumpQuery(t, ctx, s, &plan, "EXPLAIN QUERY PLAN SELECT "+eventColumns+" FROM events WHERE session_id = ? AND type = '"+session.TypeDescriptor+"' ORDER BY seq", "x")
 	if !strings.Contains(plan.String(), "events_descriptors") {
 		t.Errorf("descriptor query does not use the partial index:\n%s", plan.String())
+	}
+	// A 0.1.7 listing's reads (catalog facts, end-seed, descriptors) are a
+	// range of the catalog index, one session at a time and in a batch.
+	catalogTypes := []string{session.TypeCatalog, session.TypeEndSeed, session.TypeDescriptor}
+	for _, types := range [][]string{catalogTypes, {session.TypeCatalog}} {
+		query, args := verifiedTypesQuery(types)
+		plan.Reset()
+		dumpQuery(t, ctx, s, &plan, "EXPLAIN QUERY PLAN "+query, append([]any{"x"}, args...)...)
+		if !strings.Contains(plan.String(), "events_catalog") {
+			t.Errorf("%v: the query does not use the catalog index:\n%s", types, plan.String())
+		}
+		filter, fargs := joinedTypeFilter(types)
+		plan.Reset()
+		dumpQuery(t, ctx, s, &plan, "EXPLAIN QUERY PLAN SELECT e.seq FROM json_each(?1) j JOIN sessions s ON s.id = j.value LEFT JOIN events e ON e.session_id = s.id AND "+filter, append([]any{`["x"]`}, fargs...)...)
+		if !strings.Contains(plan.String(), "events_catalog") {
+			t.Errorf("%v: the batch does not use the catalog index:\n%s", types, plan.String())
+		}
 	}
 }
 

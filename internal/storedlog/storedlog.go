@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
@@ -510,4 +511,37 @@ func DecodeAll(rows Rows, sizeHint int64) ([]Decoded, error) {
 		out = append(out, DecodeRow(&r))
 	}
 	return out, rows.Err()
+}
+
+// catalogIndexTypes are the event types the catalog index (migration 0008,
+// events_catalog) covers, in its IN list's order.
+var catalogIndexTypes = []string{"session/end-seed", "subagent/catalog", "subagent/descriptor"}
+
+// CatalogIndexed reports whether every type of types is one the catalog
+// index covers, so a typed read of them can be an index range.
+func CatalogIndexed(types []string) bool {
+	if len(types) == 0 {
+		return false
+	}
+	for _, t := range types {
+		if !slices.Contains(catalogIndexTypes, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// CatalogIndexFilter is the catalog index's predicate on column, exactly as
+// the migration writes it (SQLite uses a partial index only for a query
+// repeating its WHERE term).
+func CatalogIndexFilter(column string) string { return TypeList(column, catalogIndexTypes) }
+
+// TypeList is "column IN ('t1', 't2', …)" with the types as SQL string
+// literals (quotes doubled, valid for SQLite and PostgreSQL alike).
+func TypeList(column string, types []string) string {
+	quoted := make([]string, len(types))
+	for i, t := range types {
+		quoted[i] = "'" + strings.ReplaceAll(t, "'", "''") + "'"
+	}
+	return column + " IN (" + strings.Join(quoted, ", ") + ")"
 }

@@ -74,6 +74,10 @@ type catalogWalk struct {
 	reads    map[string]*catalogRead
 	catalogs map[string]catalogResult
 	indexed  map[string]IndexedCatalog
+	// parents says, for the sessions asked about in a batch, whether some
+	// subagent-origin session names them as parent; a V0–V3 session known
+	// to have none needs no enumeration for its back-fill.
+	parents  map[string]bool
 	logReads int
 }
 
@@ -95,7 +99,7 @@ func (l *Lister) ListCatalog(ctx context.Context, root string, descendants bool)
 		return CatalogListing{}, err
 	}
 	start := time.Now()
-	w := &catalogWalk{l: l, reads: map[string]*catalogRead{}, catalogs: map[string]catalogResult{}, indexed: map[string]IndexedCatalog{}}
+	w := &catalogWalk{l: l, reads: map[string]*catalogRead{}, catalogs: map[string]catalogResult{}, indexed: map[string]IndexedCatalog{}, parents: map[string]bool{}}
 	if l.Live != nil {
 		live, err := l.Live.LiveSessions(ctx)
 		if err != nil {
@@ -281,6 +285,9 @@ func (w *catalogWalk) computeCatalog(ctx context.Context, id string) ([]catalog.
 // malformed, still gives its identity (no descriptor), as DSH's
 // persistence does.
 func (w *catalogWalk) evidence(ctx context.Context, parent string) ([]catalog.Evidence, error) {
+	if has, known := w.parents[parent]; known && !has {
+		return nil, nil
+	}
 	var kids []session.Header
 	err := w.l.Headers.ChildrenOf(ctx, parent, func(h session.Header) error {
 		if h.IsSubagent() {
@@ -372,7 +379,40 @@ func (w *catalogWalk) prefetch(ctx context.Context, entries []catalog.Entry, vis
 		}
 		ids = slices.DeleteFunc(ids, func(id string) bool { _, ok := got[id]; return ok })
 	}
-	return w.readMany(ctx, ids)
+	if err := w.readMany(ctx, ids); err != nil {
+		return err
+	}
+	return w.learnParents(ctx, ids)
+}
+
+// learnParents asks, in one lookup when the corpus can answer it, which of
+// the V0–V3 sessions among ids have subagent children (whose evidence their
+// back-fill needs); a failed lookup is no verdict (each is enumerated).
+func (w *catalogWalk) learnParents(ctx context.Context, ids []string) error {
+	src, ok := w.l.Headers.(corpus.SubagentParentSource)
+	if !ok {
+		return nil
+	}
+	var older []string
+	for _, id := range ids {
+		if r, read := w.reads[id]; read && r.err == nil && r.header.Version < catalog.NativeFormat {
+			older = append(older, id)
+		}
+	}
+	if len(older) < 2 {
+		return nil
+	}
+	has, err := src.SubagentParents(ctx, older)
+	if ctx.Err() != nil {
+		return ErrCancelled
+	}
+	if err != nil {
+		return nil
+	}
+	for _, id := range older {
+		w.parents[id] = has[id]
+	}
+	return nil
 }
 
 // readMany reads the logs of ids not read yet, in one batch when the cold
