@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/dshfixtures"
 	"github.com/dsh-project/dsh/internal/pgtest"
 )
 
@@ -343,6 +344,77 @@ func TestCatalogListingRootFailures(t *testing.T) {
 				out, errOut, code := runDsh(t, a...)
 				if code != tt.status || out != "" || !strings.HasPrefix(errOut, "dsh: "+tt.code+": ") || !strings.Contains(errOut, tt.message) || strings.Count(errOut, "\n") != 1 {
 					t.Errorf("%s %s %s: exit %d, stdout %q, stderr %q; want exit %d, %s containing %q", variant, tt.parent, scope, code, out, errOut, tt.status, tt.code, tt.message)
+				}
+			}
+		}
+	}
+}
+
+// DSH 0.1.0-rc.8's own recorded corpora (format 0, no catalog facts) under
+// --dsh-compat 0.1.7: every parent gets its back-filled catalog, and every
+// corpus kind — DSH's schema-17 SQLite store and its JSONL files in place,
+// and both imported — lists the same rows in both scopes and as
+// list_agents text. The rows are the seeds listing's children in the
+// back-fill's order (createdAt, then id by code unit), so each direct child
+// the seeds profile lists appears under 0.1.7 too.
+func TestCatalogListingOracleCorporaEveryKind(t *testing.T) {
+	isolateEnv(t)
+	for _, name := range dshfixtures.OracleCorpora {
+		o := dshfixtures.LoadOracle(t, name)
+		sources := map[string]string{
+			"dsh-sqlite": "dsh-sqlite:" + filepath.Join(o.Dir, o.Files.SQLite),
+			"jsonl":      "jsonl:" + filepath.Join(o.Dir, o.Files.JSONL),
+		}
+		variants := map[string][]string{}
+		for v, src := range sources {
+			variants[v] = []string{"--source", src}
+			db := filepath.Join(t.TempDir(), "dsh.db")
+			if out, errOut, code := runDsh(t, "--db", db, "import", src, "--quiet"); code != 0 {
+				t.Fatalf("%s: import %s: exit %d\n%s%s", name, src, code, out, errOut)
+			}
+			variants["import "+v] = []string{"--db", db}
+		}
+		for key, l := range o.Listings {
+			var first, firstVariant string
+			for v, args := range variants {
+				var got strings.Builder
+				for _, format := range []string{"json", "agents"} {
+					a := append(append([]string{"--dsh-compat", "0.1.7"}, args...), "list", "--parent", l.ID, "--scope", l.Op, "-o", format)
+					out, errOut, code := runDsh(t, a...)
+					if code != 0 || errOut != "" {
+						t.Fatalf("%s %s %s -o %s: exit %d, stderr %s", name, v, key, format, code, errOut)
+					}
+					got.WriteString(out)
+				}
+				if first == "" {
+					first, firstVariant = got.String(), v
+					if l.Op != "children" {
+						// Descendants differ by design: 0.1.7 does not walk
+						// through ordinary forks (§8 case 10).
+						continue
+					}
+					// Every direct child the seeds listing shows is a row
+					// here too.
+					var seeds, rows []struct{ ID, Kind string }
+					if err := json.Unmarshal(l.Result, &seeds); err != nil {
+						t.Fatal(err)
+					}
+					if err := json.Unmarshal([]byte(strings.SplitN(first, "\n", 2)[0]), &rows); err != nil {
+						t.Fatal(err)
+					}
+					ids := map[string]bool{}
+					for _, r := range rows {
+						ids[r.ID] = true
+					}
+					for _, s := range seeds {
+						if s.Kind == "child" && !ids[s.ID] {
+							t.Errorf("%s %s: seeds child %s has no 0.1.7 row", name, key, s.ID)
+						}
+					}
+					continue
+				}
+				if got.String() != first {
+					t.Errorf("%s %s: %s lists\n%s\n%s lists\n%s", name, key, v, got.String(), firstVariant, first)
 				}
 			}
 		}
