@@ -22,8 +22,11 @@ import (
 // `list` print the same rows (children and descendants, JSON and list_agents
 // text), `diagnose --source` and `import` + `diagnose` the same rows and
 // findings with the same exit status, every damaged session has a finding,
-// and whatever import cannot keep (a file without a readable header) is
-// reported by import with its file (exit 1) and by diagnose --source.
+// and whatever import cannot keep (a file without a readable header, a
+// refused format) is reported by import with its file (exit 1) and recorded
+// by the store, so that diagnose of the database reports it as diagnose
+// --source does (issue 23: in place = imported = audited covers what import
+// refuses); importing again changes nothing the audit sees.
 //
 // The corpus: parent p; the damaged child c with a grandchild g below it;
 // a healthy sibling s. c's log is a descriptor and two completed turns,
@@ -58,9 +61,11 @@ type catSession struct {
 	lines      []string
 	// tail is appended after the last line as is (a torn record).
 	tail string
-	// JSONL only: no header line, both compressions, zstd, a cut.
-	noHeader, both, zstd bool
-	cut                  int // bytes cut off the end of the zstd file
+	// JSONL only: no header line, both compressions, zstd, a cut, a
+	// copy in a second project directory, text before the header.
+	noHeader, both, zstd, twice bool
+	cut                         int // bytes cut off the end of the zstd file
+	prefix                      string
 	// schema-17 only: no sessions row; rows replacing lines by index.
 	noRow bool
 	rows  map[int]catRow
@@ -173,6 +178,24 @@ var catKinds = []catKind{
 		c.lines[0] = `{"type":"subagent/descriptor","seq":0,"time":2,"data":{"version":2,"mode":"bogus","provider":"spawn"}}`
 		return true
 	}},
+	// What import refuses to store (issue 23): the store records each
+	// refusal, so that the database audits and lists as the source does.
+	{"later format version", func(c *catSession, _ bool) bool {
+		c.header = strings.Replace(c.header, `"version":0`, `"version":5`, 1)
+		return true
+	}},
+	{"byte order mark before the header", func(c *catSession, sqlite bool) bool {
+		c.prefix = "\ufeff"
+		return !sqlite
+	}},
+	{"empty id", func(c *catSession, sqlite bool) bool {
+		c.header = strings.Replace(c.header, `"id":"c"`, `"id":""`, 1)
+		return !sqlite // a sessions row is its id
+	}},
+	{"id in two projects", func(c *catSession, sqlite bool) bool {
+		c.twice = true
+		return !sqlite
+	}},
 	{"descriptor only in the seed", func(c *catSession, _ bool) bool {
 		one := int64(1)
 		c.seed = &one
@@ -204,7 +227,7 @@ var laterVersion = regexp.MustCompile(`^\{"type":"session","version":([2-9])`)
 func writeCatJSONL(t *testing.T, dir string, sessions []*catSession) {
 	t.Helper()
 	for _, s := range sessions {
-		var text []byte
+		text := []byte(s.prefix)
 		if !s.noHeader {
 			text = append(text, s.header+"\n"...)
 		}
@@ -213,13 +236,18 @@ func writeCatJSONL(t *testing.T, dir string, sessions []*catSession) {
 			text = append(text, l+"\n"...)
 		}
 		text = append(text, s.tail...)
-		sdir := filepath.Join(dir, "--work--", s.id)
-		if err := os.MkdirAll(sdir, 0o700); err != nil {
-			t.Fatal(err)
+		dirs := []string{filepath.Join(dir, "--work--", s.id)}
+		if s.twice {
+			dirs = append(dirs, filepath.Join(dir, "--other--", s.id))
 		}
 		write := func(name string, b []byte) {
-			if err := os.WriteFile(filepath.Join(sdir, name), b, 0o600); err != nil {
-				t.Fatal(err)
+			for _, sdir := range dirs {
+				if err := os.MkdirAll(sdir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(sdir, name), b, 0o600); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		name := "session.jsonl"
@@ -265,6 +293,7 @@ func writeCatSQLite(t *testing.T, path string, sessions []*catSession) {
 	for _, s := range sessions {
 		var h struct {
 			ID              string  `json:"id"`
+			Version         int64   `json:"version"`
 			CreatedAt       int64   `json:"createdAt"`
 			Cwd             *string `json:"cwd"`
 			ParentSession   *string `json:"parentSession"`
@@ -276,8 +305,8 @@ func writeCatSQLite(t *testing.T, path string, sessions []*catSession) {
 			t.Fatalf("%s header: %v", s.id, err)
 		}
 		if !s.noRow {
-			exec(`INSERT INTO sessions VALUES (?, 0, ?, ?, ?, ?, ?, ?, NULL, '0b6f3a52-1c2d-4e5f-9a8b-7c6d5e4f3a2b', 1)`,
-				h.ID, h.CreatedAt, h.Cwd, h.ParentSession, h.SeedLength, h.Origin, h.DelegationDepth)
+			exec(`INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, '0b6f3a52-1c2d-4e5f-9a8b-7c6d5e4f3a2b', 1)`,
+				h.ID, h.Version, h.CreatedAt, h.Cwd, h.ParentSession, h.SeedLength, h.Origin, h.DelegationDepth)
 		}
 		rows := map[int]catRow{}
 		for i, l := range s.lines {
@@ -408,8 +437,10 @@ func checkCatalogue(t *testing.T, sessions []*catSession, form, pg string, profi
 		dbs = append(dbs, pg)
 	}
 	unreadable := map[string]bool{}
+	importCodes := map[string]int{}
 	for _, db := range dbs {
 		importOut, importErr, importCode := runDsh(t, "--db", db, "import", src, "-o", "json")
+		importCodes[db] = importCode
 		var imported struct {
 			Sessions []struct {
 				ID       *string `json:"id"`
@@ -443,6 +474,14 @@ func checkCatalogue(t *testing.T, sessions []*catSession, form, pg string, profi
 		}
 		diagnoses = append(diagnoses, checkCatalogueAudit(t, src, dbs, global, unreadable, damaged, wantCode))
 	}
+	// Importing again replaces what the first import recorded: the
+	// databases still audit as the source does.
+	for _, db := range dbs {
+		if out, errOut, code := runDsh(t, "--db", db, "import", src); code != importCodes[db] {
+			t.Errorf("import again: exit %d, want %d\n%s%s", code, importCodes[db], out, errOut)
+		}
+	}
+	checkCatalogueAudit(t, src, dbs, profiles[0], unreadable, damaged, wantCode)
 	return diagnoses
 }
 
@@ -487,21 +526,18 @@ func checkCatalogueAudit(t *testing.T, src string, dbs, global []string, unreada
 				t.Errorf("diagnose %v %s: in place %s\nafter import %s", global, id, in[id], got)
 			}
 		}
-		// What only the source shows is what import could not keep:
-		// files without a readable header, each reported by both.
+		// What import could not keep is recorded by the store and
+		// reported alike.
 		for id, got := range in {
-			if _, ok := out[id]; ok {
-				continue
-			}
-			if len(unreadable) == 0 || !strings.Contains(got, "/error@") {
-				t.Errorf("diagnose %s only in place: %s (import reported %v)", id, got, unreadable)
+			if _, ok := out[id]; !ok {
+				t.Errorf("diagnose %v %s only in place: %s (import reported %v)", global, id, got, unreadable)
 			}
 		}
-		if len(unreadable) == 0 && codeIn != codeAfter {
-			t.Errorf("diagnose exit %d in place, %d after import\n%s\n%s", codeIn, codeAfter, errIn, errAfter)
+		if codeIn != codeAfter {
+			t.Errorf("diagnose %v exit %d in place, %d after import\n%s\n%s", global, codeIn, codeAfter, errIn, errAfter)
 		}
-		if len(unreadable) > 0 && len(in) <= len(out) {
-			t.Errorf("import reported %v unreadable, diagnose in place has no finding for it: %v", unreadable, in)
+		if len(unreadable) > 0 && after.Summary.BySeverity["error"] == 0 {
+			t.Errorf("import reported %v unreadable, diagnose of the database has no finding for it: %v", unreadable, out)
 		}
 	}
 	// Exit 1 exactly when an error-level finding is reported

@@ -120,6 +120,30 @@ type RegistryFoldRecorder interface {
 	RecordRegistryFold(ctx context.Context, id string, fold []byte) error
 }
 
+// RefusalRecorder is a store that keeps a record of every session an import
+// found but could not store (migration 0008), written in the import's
+// transaction.
+type RefusalRecorder interface {
+	// RecordRefusal records r, replacing the record of the same location
+	// and id. An id the store holds as a session (not as a refused header)
+	// is not recorded: the store has that session. With r.Header, and an
+	// id and header a store can keep, the header is kept as a listed
+	// session every read of which fails with r.Error().
+	RecordRefusal(ctx context.Context, r Refusal) error
+	// ClearRefusals deletes the records of id (of any location) and the
+	// id-less ones of location, and the refused header kept for id: call
+	// it before storing a session id read from location.
+	ClearRefusals(ctx context.Context, location, id string) error
+	// RefusedOnly reports whether id is held only as a refused header.
+	RefusedOnly(ctx context.Context, id string) (bool, error)
+}
+
+// RefusalReader reads the records of RefusalRecorder.
+type RefusalReader interface {
+	// Refusals calls fn for every record, by location then id.
+	Refusals(ctx context.Context, fn func(Refusal) error) error
+}
+
 // Reader is the whole read side: what every corpus offers, a dsh store and
 // a foreign DSH corpus alike.
 type Reader interface {

@@ -293,6 +293,65 @@ type Unoffered struct {
 	Err      error
 }
 
+// The codes of a Refusal: the diagnose finding it gives, the one diagnose
+// --source gives for the same damage in place.
+const (
+	// RefusedHeader: the header cannot be read or kept, or the id is in
+	// several files; no listing shows the session.
+	RefusedHeader = "HEADER_UNREADABLE"
+	// RefusedFormat: the log is in a format dsh does not read.
+	RefusedFormat = "UNSUPPORTED_FORMAT"
+	// RefusedLog: the log cannot be read (at Seq, when known).
+	RefusedLog = "LOG_UNREADABLE"
+)
+
+// Refusal is a session an import found but could not store, as the store
+// records it (backend.RefusalRecorder).
+type Refusal struct {
+	// Location is the file or database the session was found in.
+	Location string
+	// ID is the id read, "" when none could be read or kept.
+	ID string
+	// Code is RefusedHeader, RefusedFormat or RefusedLog; Seq is the seq
+	// a RefusedLog failure is at, when known.
+	Code   string
+	Seq    *int64
+	Reason string
+	// Header, given to RecordRefusal, is the session's header when it
+	// was read: the store keeps it as a listed session whose every read
+	// fails with the refusal. Listed, read back, says the store did.
+	Header *session.Header
+	Listed bool
+}
+
+// RefusedError is what a read of a session kept only as a refused header
+// fails with; it unwraps to a *CorruptRowError (or ErrCorrupt) for a
+// RefusedLog refusal, as a read of the damaged source does.
+type RefusedError struct{ Refusal Refusal }
+
+func (e *RefusedError) Error() string { return e.Refusal.Reason }
+
+func (e *RefusedError) Unwrap() error {
+	r := e.Refusal
+	switch {
+	case r.Code != RefusedLog:
+		return nil
+	case r.Seq != nil:
+		return &CorruptRowError{ID: r.ID, Seq: *r.Seq, Reason: r.Reason}
+	}
+	return ErrCorrupt
+}
+
+// Error is the error every read of the refused session gives: code
+// UNSUPPORTED_FORMAT for RefusedFormat, INVALID_LOG otherwise.
+func (r Refusal) Error() error {
+	code := dsherr.InvalidLog
+	if r.Code == RefusedFormat {
+		code = dsherr.UnsupportedFormat
+	}
+	return &dsherr.Error{Code: code, Msg: r.Reason, Err: &RefusedError{Refusal: r}}
+}
+
 // CheckpointRecord is one stored projection checkpoint. The backend keeps
 // it whole; package checkpoint decides what it means.
 type CheckpointRecord struct {

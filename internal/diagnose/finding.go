@@ -107,7 +107,8 @@ const (
 	UnitFailed Code = "UNIT_FAILED"
 	// HeaderUnreadable: the corpus holds a session whose header cannot be
 	// read, is refused, or names an id another file names too; no listing
-	// shows it (a foreign corpus read in place).
+	// shows it (a foreign corpus read in place, or a store's record of
+	// such a session an import refused).
 	HeaderUnreadable Code = "HEADER_UNREADABLE"
 	// UnknownSession: an id or parent named on the command line does not
 	// exist (only with --no-strict; otherwise it is exit status 2).

@@ -139,6 +139,9 @@ type auditor struct {
 	limitReached bool
 	done         int
 	total        int
+	// refused is what a store recorded of the sessions an import could
+	// not store and keeps no header of (a foreign corpus: nil).
+	refused []backend.Unoffered
 	// parent memoizes the last parent header looked up: sessions are
 	// visited grouped by parent.
 	parent struct {
@@ -168,7 +171,12 @@ func newAuditor(ctx context.Context, view Corpus, opts Options, emit func(Report
 	if err != nil {
 		return nil, err
 	}
+	refused, err := readRefusals(ctx, view)
+	if err != nil {
+		return nil, err
+	}
 	return &auditor{
+		refused:  refused,
 		view:     view,
 		opts:     opts,
 		emit:     emit,
@@ -220,7 +228,26 @@ func (a *auditor) unoffered() []backend.Unoffered {
 	if u, ok := a.view.(unofferer); ok {
 		return u.Unoffered()
 	}
-	return nil
+	return a.refused
+}
+
+// readRefusals reads what a store recorded of the sessions an import found
+// but could not store without a header: each is reported as the source in
+// place reports it. (One whose header the store keeps is a session of the
+// store, audited as any other: its log reads as the refusal.)
+func readRefusals(ctx context.Context, view Corpus) ([]backend.Unoffered, error) {
+	rr, ok := view.(backend.RefusalReader)
+	if !ok {
+		return nil, nil
+	}
+	var out []backend.Unoffered
+	err := rr.Refusals(ctx, func(r backend.Refusal) error {
+		if !r.Listed {
+			out = append(out, backend.Unoffered{Location: r.Location, ID: r.ID, Err: errors.New(r.Reason)})
+		}
+		return nil
+	})
+	return out, err
 }
 
 // reportUnoffered reports every session the corpus holds but cannot offer

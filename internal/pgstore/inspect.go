@@ -110,6 +110,17 @@ func scanLog(ctx context.Context, q querier, id string, lock bool) (*storedLog, 
 	if err != nil {
 		return nil, err
 	}
+	if !st.verified {
+		// A header kept for a session an import refused has no log to
+		// read: it reads as the refusal (dsh never verifies one).
+		refused, err := readRefusal(ctx, q, st.header)
+		if err != nil {
+			return nil, err
+		}
+		if refused != nil {
+			return nil, refused.Error()
+		}
+	}
 	damaged, err := readDamagedLog(ctx, q, id)
 	if err != nil {
 		return nil, err
@@ -408,6 +419,14 @@ func (s *Store) Audit(ctx context.Context, id string) (*backend.AuditRead, error
 
 func auditOne(ctx context.Context, q querier, id string) (*backend.AuditRead, error) {
 	log, err := scanLog(ctx, q, id, false)
+	var refused *backend.RefusedError
+	if errors.As(err, &refused) {
+		st, serr := readSessionState(ctx, q, id, false)
+		if serr != nil {
+			return nil, serr
+		}
+		return &backend.AuditRead{Header: st.header, ReadErr: err}, nil
+	}
 	if errors.Is(err, backend.ErrCorrupt) {
 		st, serr := readSessionState(ctx, q, id, false)
 		if serr != nil {
@@ -469,6 +488,7 @@ func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*backend.Au
 func auditStates(ctx context.Context, q querier, ids []string) (map[string]*storedlog.AuditState, error) {
 	rows, err := q.Query(ctx, "SELECT "+headerColumns+`, verified,
 		EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id) OR EXISTS (SELECT 1 FROM damaged_logs d WHERE d.session_id = s.id)
+			OR EXISTS (SELECT 1 FROM import_refusals r WHERE r.session_id = s.id AND r.listed)
 		FROM sessions s WHERE id = ANY($1::text[])`, ids)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/jsjson"
 
 	"github.com/dsh-project/dsh/internal/session"
@@ -31,6 +32,14 @@ func (s *Store) Audit(ctx context.Context, id string) (*AuditRead, error) {
 
 func auditOne(ctx context.Context, q Querier, id string) (*AuditRead, error) {
 	log, err := scanLog(ctx, q, id)
+	var refused *backend.RefusedError
+	if errors.As(err, &refused) {
+		st, serr := readSessionState(ctx, q, id)
+		if serr != nil {
+			return nil, serr
+		}
+		return &AuditRead{Header: st.header, ReadErr: err}, nil
+	}
 	if errors.Is(err, ErrCorrupt) {
 		st, serr := readSessionState(ctx, q, id)
 		if serr != nil {
@@ -92,6 +101,7 @@ func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*AuditRead)
 func auditStates(ctx context.Context, q Querier, list string) (map[string]*storedlog.AuditState, error) {
 	rows, err := q.QueryContext(ctx, "SELECT "+headerColumns+`, verified,
 		EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id) OR EXISTS (SELECT 1 FROM damaged_logs d WHERE d.session_id = s.id)
+			OR EXISTS (SELECT 1 FROM import_refusals r WHERE r.session_id = s.id AND r.listed = 1)
 		FROM sessions s WHERE id IN (SELECT value FROM json_each(?))`, list)
 	if err != nil {
 		return nil, err

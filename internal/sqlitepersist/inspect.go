@@ -72,11 +72,23 @@ type storedLog struct {
 // that cannot be decoded, or whose seq breaks contiguity, starts a torn tail
 // when no decodable turn/end follows it, and is corruption otherwise. A
 // torn_tails entry cuts the log at its from_seq as well; the earlier cut wins.
-// A damaged_logs entry is corruption at its from_seq.
+// A damaged_logs entry is corruption at its from_seq; a session kept only as
+// a refused header reads as its refusal (backend.RefusedError).
 func scanLog(ctx context.Context, q Querier, id string) (*storedLog, error) {
 	st, err := readSessionState(ctx, q, id)
 	if err != nil {
 		return nil, err
+	}
+	if !st.verified {
+		// A header kept for a session an import refused has no log to
+		// read: it reads as the refusal (dsh never verifies one).
+		refused, err := readRefusal(ctx, q, st.header)
+		if err != nil {
+			return nil, err
+		}
+		if refused != nil {
+			return nil, refused.Error()
+		}
 	}
 	damaged, err := readDamagedLog(ctx, q, id)
 	if err != nil {

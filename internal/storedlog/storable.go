@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
 )
@@ -81,4 +82,15 @@ func StorableReason(reason string) string {
 		return reason
 	}
 	return strings.ReplaceAll(strings.ToValidUTF8(reason, "\uFFFD"), "\x00", "\uFFFD")
+}
+
+// StorableRefusal is r as a store keeps it: an id no store can hold is
+// recorded as none (the reason names it), and the reason is StorableReason's.
+func StorableRefusal(r backend.Refusal) backend.Refusal {
+	if UnstorableID(r.ID) {
+		r.ID, r.Header = "", nil
+	}
+	r.Location = StorableReason(r.Location)
+	r.Reason = StorableReason(r.Reason)
+	return r
 }

@@ -69,6 +69,7 @@ func Run(t *testing.T, target Target) {
 		{"TornTailCutThenRepairedOnce", testTornTail},
 		{"DamagedLogKeptAndRefused", testDamagedLog},
 		{"UnstorableTextRefusedAlike", testUnstorableText},
+		{"ImportRefusalsRecorded", testRefusals},
 		{"ColdVerdicts", testColdVerdicts},
 		{"ChildrenOrder", testChildrenOrder},
 		{"HasChildren", testHasChildren},
@@ -546,6 +547,120 @@ func testUnstorableText(t *testing.T, e *env) {
 	}
 	if want := "line 3: a\uFFFDb a\uFFFDb"; a.Damaged == nil || a.Damaged.Reason != want || string(a.Damaged.Raw) != nul+bad {
 		t.Errorf("damaged log kept as %+v, want reason %q and the raw bytes as found", a.Damaged, want)
+	}
+}
+
+// A store keeps a record of each session an import refused
+// (RefusalRecorder): one per location and id, replaced by a second record of
+// the same; a refusal with a header keeps it as a listed session every read
+// of which fails with the refusal (its code, its seq); an id the store holds
+// as a session is not recorded; ClearRefusals removes the records and the
+// kept header, after which the id imports like any other.
+func testRefusals(t *testing.T, e *env) {
+	rec, ok := e.b.(backend.RefusalRecorder)
+	reader, ok2 := e.b.(backend.RefusalReader)
+	if !ok || !ok2 {
+		t.Skipf("%T keeps no import refusals", e.b)
+	}
+	e.create(root("p", 1), nil)
+	e.create(root("held", 2), nil)
+	seq := int64(3)
+	v5 := child("v5", "p", 3)
+	v5.Version = 5
+	broken := child("broken", "p", 4)
+	for _, r := range []backend.Refusal{
+		{Location: "/src/a/session.jsonl", Code: backend.RefusedHeader, Reason: "cannot read session header"},
+		{Location: "/src/b/session.jsonl", ID: "dup", Code: backend.RefusedHeader, Reason: "session id appears in 2 files"},
+		{Location: "/src/c/session.jsonl", ID: "dup", Code: backend.RefusedHeader, Reason: "session id appears in 2 files"},
+		{Location: "/src/v5/session.v5.jsonl", ID: "v5", Header: &v5, Code: backend.RefusedFormat, Reason: "unsupported DSH session format version 5"},
+		{Location: "/src/v5/session.v5.jsonl", ID: "v5", Header: &v5, Code: backend.RefusedFormat, Reason: "unsupported DSH session format version 5 (again)"},
+		{Location: "/src/broken.jsonl", ID: "broken", Header: &broken, Code: backend.RefusedLog, Seq: &seq, Reason: "unparsable line 5"},
+		{Location: "/src/held.jsonl", ID: "held", Code: backend.RefusedHeader, Reason: "refused copy of a stored session"},
+		{Location: "/src/nul.jsonl", ID: "n\x00l", Header: ptr(root("n\x00l", 5)), Code: backend.RefusedHeader, Reason: "NUL in the id"},
+	} {
+		if err := rec.RecordRefusal(e.ctx, r); err != nil {
+			t.Fatalf("RecordRefusal(%+v): %v", r, err)
+		}
+	}
+	var got []string
+	if err := reader.Refusals(e.ctx, func(r backend.Refusal) error {
+		s := "-"
+		if r.Seq != nil {
+			s = fmt.Sprint(*r.Seq)
+		}
+		got = append(got, fmt.Sprintf("%s|%s|%s|%s|%s|%v", r.Location, r.ID, r.Code, s, r.Reason, r.Listed))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"/src/a/session.jsonl||HEADER_UNREADABLE|-|cannot read session header|false",
+		"/src/b/session.jsonl|dup|HEADER_UNREADABLE|-|session id appears in 2 files|false",
+		"/src/broken.jsonl|broken|LOG_UNREADABLE|3|unparsable line 5|true",
+		"/src/c/session.jsonl|dup|HEADER_UNREADABLE|-|session id appears in 2 files|false",
+		"/src/nul.jsonl||HEADER_UNREADABLE|-|NUL in the id|false",
+		"/src/v5/session.v5.jsonl|v5|UNSUPPORTED_FORMAT|-|unsupported DSH session format version 5 (again)|true",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("Refusals:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A kept header lists under its parent and reads as its refusal.
+	var kids []string
+	if err := e.b.ChildrenOf(e.ctx, "p", func(h session.Header) error { kids = append(kids, h.ID); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(kids, ",") != "v5,broken" {
+		t.Errorf("children of p = %v, want the two kept headers", kids)
+	}
+	if h, err := e.b.Header(e.ctx, "v5"); err != nil || h.Version != 5 {
+		t.Errorf("Header(v5) = %+v, %v", h, err)
+	}
+	if _, err := e.b.Inspect(e.ctx, "v5"); dsherr.CodeOf(err) != dsherr.UnsupportedFormat {
+		t.Errorf("Inspect(v5) = %v, want UNSUPPORTED_FORMAT", err)
+	}
+	var row *backend.CorruptRowError
+	if _, err := e.b.Inspect(e.ctx, "broken"); !errors.As(err, &row) || row.Seq != seq {
+		t.Errorf("Inspect(broken) = %v, want corruption at seq %d", err, seq)
+	}
+	for _, id := range []string{"v5", "broken"} {
+		a, err := e.b.Audit(e.ctx, id)
+		var refused *backend.RefusedError
+		if err != nil || !errors.As(a.ReadErr, &refused) || len(a.Events) != 0 {
+			t.Errorf("Audit(%s) = %+v, %v; want the refusal as its read error", id, a, err)
+		}
+		if _, err := e.b.Load(e.ctx, id); err == nil {
+			t.Errorf("Load(%s) succeeded on a refused header", id)
+		}
+		if err := e.b.Append(e.ctx, id, 0, turn(0, 1)); err == nil {
+			t.Errorf("Append(%s) succeeded on a refused header", id)
+		}
+	}
+	if cv, ok := e.b.(backend.ColdVerdictReader); ok {
+		verdicts, err := cv.ColdVerdicts(e.ctx, []string{"v5", "broken"})
+		if err != nil || verdicts["v5"].ReadErr == nil || verdicts["broken"].ReadErr == nil {
+			t.Errorf("ColdVerdicts = %+v, %v; want both recorded unreadable", verdicts, err)
+		}
+	}
+	before := e.dump(e.b) // batch audits agree with Audit
+	// Clearing v5 (its file now reads) removes its records and the kept
+	// header; the id then imports as any other.
+	if err := rec.ClearRefusals(e.ctx, "/src/v5/session.v5.jsonl", "v5"); err != nil {
+		t.Fatal(err)
+	}
+	if refused, err := rec.RefusedOnly(e.ctx, "v5"); err != nil || refused {
+		t.Errorf("RefusedOnly(v5) after clearing = %v, %v", refused, err)
+	}
+	if _, err := e.b.Header(e.ctx, "v5"); !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("Header(v5) after clearing = %v, want not found", err)
+	}
+	if _, err := e.b.ImportSession(e.ctx, child("v5", "p", 3), turn(0, 1), nil); err != nil {
+		t.Fatalf("import v5 after clearing: %v", err)
+	}
+	if refused, err := rec.RefusedOnly(e.ctx, "broken"); err != nil || !refused {
+		t.Errorf("RefusedOnly(broken) = %v, %v; want true", refused, err)
+	}
+	if after := e.dump(e.b); after == before {
+		t.Errorf("clearing and importing v5 changed nothing")
 	}
 }
 

@@ -65,6 +65,8 @@ type Result struct {
 	// Checkpointed: a projection checkpoint was written for the session
 	// (only for logs that read and fold).
 	Checkpointed bool
+	// refusal is what the store records about an unreadable session.
+	refusal *backend.Refusal
 }
 
 // Summary is a whole import: counts by outcome and, unless the results are
@@ -186,10 +188,67 @@ func Import(ctx context.Context, dst Destination, src dshformat.Source, opts Imp
 	if err := w.pipeline(ctx, n, headerAt, add); err != nil {
 		return sum, err
 	}
-	for _, p := range problems {
-		add(Result{ID: p.ID, Location: p.Path, Outcome: Unreadable, Reason: p.Err.Error()})
+	unoffered := make([]Result, len(problems))
+	for i, p := range problems {
+		r := Result{ID: p.ID, Location: p.Path, Outcome: Unreadable, Reason: p.Err.Error()}
+		r.refusal = &backend.Refusal{Location: p.Path, ID: p.ID, Code: backend.RefusedHeader, Reason: p.Err.Error()}
+		unoffered[i] = r
+	}
+	if !opts.DryRun && len(unoffered) > 0 {
+		err := dst.Update(ctx, func(tx backend.Store) error {
+			for _, r := range unoffered {
+				if err := recordRefusal(ctx, tx, r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return sum, err
+		}
+	}
+	for _, r := range unoffered {
+		add(r)
 	}
 	return sum, nil
+}
+
+// recordRefusal records in st (the import's transaction) why r, an
+// unreadable session, was not stored, so that diagnose and list of the
+// database say what they say of the source.
+func recordRefusal(ctx context.Context, st backend.Store, r Result) error {
+	if r.refusal == nil || r.Outcome != Unreadable {
+		return nil
+	}
+	rec, ok := st.(backend.RefusalRecorder)
+	if !ok {
+		return dsherr.New(dsherr.Internal, "import: store %T cannot record a refused session", st)
+	}
+	return rec.RecordRefusal(ctx, *r.refusal)
+}
+
+// refusalOf is the record of a session the source lists with header h (nil:
+// none read) but cannot read (err), found at location: the finding
+// diagnose in place gives for it.
+func refusalOf(location string, h *session.Header, err error) *backend.Refusal {
+	r := &backend.Refusal{Location: location, Header: h, Code: backend.RefusedLog, Reason: err.Error()}
+	if h != nil {
+		r.ID = h.ID
+	}
+	var refused *backend.RefusedError
+	var version *dshformat.UnsupportedVersionError
+	var row *backend.CorruptRowError
+	switch {
+	case errors.As(err, &refused):
+		// Another dsh database's refused header: its record carries over.
+		*r = refused.Refusal
+		r.Header = h
+	case errors.As(err, &version):
+		r.Code = backend.RefusedFormat
+	case errors.As(dshformat.ReadFailure(r.ID, err), &row):
+		r.Seq = &row.Seq
+	}
+	return r
 }
 
 // headerIndex is a source that lends its headers by position, in the order
@@ -300,6 +359,11 @@ func (w *importer) pipeline(ctx context.Context, n int, headerAt func(int) sessi
 				if err != nil {
 					return err
 				}
+				if !w.opts.DryRun {
+					if err := recordRefusal(ctx, tx, r); err != nil {
+						return err
+					}
+				}
 				results = append(results, r)
 				if p.session != nil {
 					events += len(p.session.Events)
@@ -390,10 +454,14 @@ func (w *importer) prepare(ctx context.Context, h session.Header) prepared {
 		// DSH requires a non-empty id, and no dsh command could address
 		// the session (export --all would fail on it).
 		r := Result{Outcome: Unreadable, Reason: "session id is empty: DSH's header rule wants a non-empty string and no dsh command could address it; not imported"}
+		// DSH lists it all the same (its header fails validation, so
+		// its log does not read): the store keeps the header to list it.
 		if s, err := w.src.ReadAsFound(ctx, h.ID); err == nil {
 			r.Location = s.Location
+			r.refusal = &backend.Refusal{Location: r.Location, Header: &h, Code: backend.RefusedLog, Reason: r.Reason}
 		} else {
 			r.Location = pathOf(err)
+			r.refusal = refusalOf(r.Location, &h, err)
 		}
 		return prepared{result: &r}
 	}
@@ -402,7 +470,9 @@ func (w *importer) prepare(ctx context.Context, h session.Header) prepared {
 		if ctx.Err() != nil {
 			return prepared{err: ctx.Err()}
 		}
-		return prepared{result: &Result{ID: h.ID, Location: pathOf(err), Outcome: Unreadable, Reason: err.Error()}}
+		r := Result{ID: h.ID, Location: pathOf(err), Outcome: Unreadable, Reason: err.Error()}
+		r.refusal = refusalOf(r.Location, &h, err)
+		return prepared{result: &r}
 	}
 	return prepared{session: s}
 }
@@ -500,7 +570,9 @@ func sameAsFound(a *backend.AuditRead, s *dshformat.Session) string {
 	case (a.Damaged != nil) != (s.Damage != nil):
 		return "one of them is damaged inside its committed region"
 	case a.Damaged != nil:
-		if a.Damaged.FromSeq != s.Damage.FromSeq || !bytes.Equal(a.Damaged.Raw, s.Damage.Raw) || !sameEvents(a.Prefix, s.Events) {
+		// The store keeps the seq a reader reports the damage at
+		// (damagedLog), which for a schema-17 row is its physical seq.
+		if a.Damaged.FromSeq != s.Damage.Seq() || !bytes.Equal(a.Damaged.Raw, s.Damage.Raw) || !sameEvents(a.Prefix, s.Events) {
 			return "the damaged logs differ"
 		}
 		return ""
@@ -530,16 +602,19 @@ func sameEvent(a, b session.Event) bool {
 // session in a savepoint of its own), or the store itself in a dry run.
 func (w *importer) write(ctx context.Context, dst Destination, listed session.Header, s *dshformat.Session) (Result, error) {
 	r := Result{ID: s.Header.ID, Location: s.Location, Outcome: Imported, Events: len(s.Events)}
+	refuse := func(reason string) Result {
+		r.Outcome, r.Reason, r.Events = Unreadable, reason, 0
+		r.refusal = &backend.Refusal{Location: s.Location, ID: listed.ID, Code: backend.RefusedHeader, Reason: reason}
+		return r
+	}
 	if s.Header.ID != listed.ID {
-		r.Outcome, r.Reason = Unreadable, fmt.Sprintf("header id changed to %q while importing", s.Header.ID)
-		return r, nil
+		return refuse(fmt.Sprintf("header id changed to %q while importing", s.Header.ID)), nil
 	}
 	// Text no store can keep (a NUL, bytes that are not UTF-8) refuses
 	// this session alone, before any lookup by its id, and a dry run says
 	// so too.
 	if err := storedlog.CheckStorable(s.Header, s.Events); err != nil {
-		r.Outcome, r.Reason, r.Events = Unreadable, err.Error(), 0
-		return r, nil
+		return refuse(err.Error()), nil
 	}
 	var tail *backend.TornTail
 	if s.Torn != nil {
@@ -550,7 +625,20 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 	}
 	if w.opts.DryRun {
 		if dst != nil {
-			if stored, err := dst.Header(ctx, s.Header.ID); err == nil {
+			stored, err := dst.Header(ctx, s.Header.ID)
+			if err == nil {
+				// A header kept for a refusal is replaced by the session.
+				if rec, ok := dst.(backend.RefusalRecorder); ok {
+					refused, rerr := rec.RefusedOnly(ctx, s.Header.ID)
+					if rerr != nil {
+						return r, rerr
+					}
+					if refused {
+						err = backend.ErrNotFound
+					}
+				}
+			}
+			if err == nil {
 				if r = judgeExisting(stored, s.Header); r.Outcome == Conflict {
 					return r, nil
 				}
@@ -564,6 +652,14 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 		return r, nil
 	}
 	err := dst.Update(ctx, func(tx backend.Store) error {
+		// What the store recorded of an earlier refusal of this session,
+		// or of this file, is void now that it reads: a header kept for
+		// the refusal gives way to the session.
+		if rec, ok := tx.(backend.RefusalRecorder); ok {
+			if err := rec.ClearRefusals(ctx, s.Location, s.Header.ID); err != nil {
+				return err
+			}
+		}
 		// Checked again under the write lock: another writer may have
 		// stored the id since prepare looked.
 		stored, err := tx.Header(ctx, s.Header.ID)
@@ -584,7 +680,7 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 			res, err = tx.ImportSession(ctx, s.Header, s.Events, tail)
 		}
 		if dsherr.CodeOf(err) == dsherr.InvalidInput {
-			r = Result{ID: s.Header.ID, Location: s.Location, Outcome: Unreadable, Reason: err.Error()}
+			r = refuse(err.Error())
 			return nil
 		}
 		if err != nil {

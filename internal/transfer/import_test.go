@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
@@ -80,8 +81,13 @@ func TestImportKeepsDamageAsFound(t *testing.T) {
 	if r := result(t, sum, "c-later"); r.Outcome != Unreadable || !strings.Contains(r.Reason, "unsupported DSH session format version 1") {
 		t.Errorf("c-later: %+v", r)
 	}
-	if _, err := st.Header(ctx, "c-later"); !errors.Is(err, sqlitepersist.ErrNotFound) {
-		t.Errorf("c-later was stored: %v", err)
+	// Its header is kept as a refused one: it lists, and reads as the
+	// refusal (issue 23).
+	if refused, err := st.RefusedOnly(ctx, "c-later"); err != nil || !refused {
+		t.Errorf("c-later kept as a refused header: %v, %v", refused, err)
+	}
+	if _, err := st.Inspect(ctx, "c-later"); dsherr.CodeOf(err) != dsherr.UnsupportedFormat || !strings.Contains(err.Error(), "version 1") {
+		t.Errorf("c-later reads as %v, want its refusal", err)
 	}
 
 	// Committed damage: the prefix and the rest as found are stored, and
@@ -162,8 +168,9 @@ func TestImportKeepsDamageAsFound(t *testing.T) {
 }
 
 // The rows of a listing are the same after the import as over the source in
-// place, damaged children included, except for a child in a later DSH format
-// (listed `unavailable` in place, refused by the import).
+// place, damaged children included, and a child in a later DSH format
+// (listed `unavailable` in place; refused by the import, which keeps its
+// header so that it lists the same).
 func TestImportListsAsBefore(t *testing.T) {
 	ctx := context.Background()
 	dir, _ := damagedCorpus(t)
@@ -182,16 +189,10 @@ func TestImportListsAsBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var want []subagent.Row
-	for _, r := range before {
-		if result(t, sum, r.ID).Outcome == Imported {
-			want = append(want, r)
-		}
-	}
-	if len(want) != 5 {
+	if len(before) != 6 || result(t, sum, "c-later").Outcome != Unreadable {
 		t.Fatalf("rows in place: %v", before)
 	}
-	assertSameJSON(t, "rows after import vs in place", listingJSON(after), listingJSON(want))
+	assertSameJSON(t, "rows after import vs in place", listingJSON(after), listingJSON(before))
 	reasons := map[string]subagent.Reason{}
 	for _, r := range before {
 		reasons[r.ID] = r.Reason
@@ -574,9 +575,14 @@ func TestImportRefusesEmptyID(t *testing.T) {
 	if r := sum.Results[0]; r.Location != path || !strings.Contains(r.Reason, "session id is empty") {
 		t.Fatalf("result %+v", r)
 	}
+	// Only its header is kept, as a refused one that lists as DSH lists
+	// it and reads as the refusal (issue 23).
 	ids, err := All(context.Background(), st)
-	if err != nil || len(ids) != 0 {
+	if err != nil || len(ids) != 1 || ids[0] != "" {
 		t.Fatalf("stored %q, %v", ids, err)
+	}
+	if _, err := st.Inspect(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "session id is empty") {
+		t.Fatalf("the kept header reads as %v, want its refusal", err)
 	}
 }
 

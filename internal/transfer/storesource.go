@@ -65,6 +65,11 @@ func (s *storeSource) ReadAsFound(ctx context.Context, id string) (*dshformat.Se
 	if err != nil {
 		return nil, err
 	}
+	if refused := (*backend.RefusedError)(nil); errors.As(a.ReadErr, &refused) {
+		// A header kept for a session an import refused: no log to copy;
+		// the refusal carries over (refusalOf).
+		return nil, a.ReadErr
+	}
 	out := &dshformat.Session{Header: a.Header, Location: s.name}
 	if formats, ok := s.st.(SourceFormatReader); ok {
 		if out.Format, err = formats.SourceFormat(ctx, id); err != nil {

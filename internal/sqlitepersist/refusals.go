@@ -1,0 +1,150 @@
+package sqlitepersist
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/storedlog"
+)
+
+// The store keeps what an import refused (backend.RefusalRecorder).
+var (
+	_ backend.RefusalRecorder = (*Store)(nil)
+	_ backend.RefusalReader   = (*Store)(nil)
+)
+
+// RecordRefusal implements backend.RefusalRecorder.
+func (s *Store) RecordRefusal(ctx context.Context, r backend.Refusal) error {
+	r = storedlog.StorableRefusal(r)
+	err := s.write(ctx, func(q Querier) error {
+		held, refused, err := refusalHold(ctx, q, r.ID)
+		if err != nil || (held && !refused) {
+			return err
+		}
+		listed := refused
+		if r.Header != nil && r.Header.ID == r.ID && !held && storedlog.CheckStorable(*r.Header, nil) == nil {
+			if err := insertBareHeader(ctx, q, *r.Header); err != nil {
+				return err
+			}
+			// A listing resolves the header as unavailable from this
+			// recorded verdict without reading anything.
+			if _, err := q.ExecContext(ctx, "UPDATE sessions SET read_failure = ? WHERE id = ?", r.Error().Error(), r.ID); err != nil {
+				return err
+			}
+			listed = true
+		}
+		_, err = q.ExecContext(ctx, `INSERT INTO import_refusals (location, session_id, code, seq, reason, listed)
+			VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (location, session_id) DO UPDATE SET code = excluded.code, seq = excluded.seq,
+				reason = excluded.reason, listed = excluded.listed OR import_refusals.listed`,
+			r.Location, r.ID, r.Code, nullInt(r.Seq), r.Reason, boolInt(listed))
+		return err
+	})
+	if err != nil {
+		return s.storeError(err, "record the refusal of "+r.Location)
+	}
+	return nil
+}
+
+// refusalHold says whether id is held as a session and whether only as a
+// refused header.
+func refusalHold(ctx context.Context, q Querier, id string) (held, refused bool, err error) {
+	var listed sql.NullInt64
+	err = q.QueryRowContext(ctx, `SELECT (SELECT max(listed) FROM import_refusals WHERE session_id = s.id)
+		FROM sessions s WHERE s.id = ?`, id).Scan(&listed)
+	if err == sql.ErrNoRows {
+		return false, false, nil
+	}
+	return err == nil, listed.Int64 == 1, err
+}
+
+// ClearRefusals implements backend.RefusalRecorder.
+func (s *Store) ClearRefusals(ctx context.Context, location, id string) error {
+	err := s.write(ctx, func(q Querier) error {
+		if _, refused, err := refusalHold(ctx, q, id); err != nil {
+			return err
+		} else if refused {
+			if _, err := q.ExecContext(ctx, "DELETE FROM sessions WHERE id = ?", id); err != nil {
+				return err
+			}
+		}
+		// The id-less records of location go too, and with them a header
+		// kept for an empty id read there.
+		if _, err := q.ExecContext(ctx, `DELETE FROM sessions WHERE id = '' AND EXISTS (SELECT 1 FROM import_refusals
+			WHERE location = ? AND session_id = '' AND listed = 1)`, location); err != nil {
+			return err
+		}
+		_, err := q.ExecContext(ctx, "DELETE FROM import_refusals WHERE session_id = ? OR (location = ? AND session_id = '')", id, location)
+		return err
+	})
+	if err != nil {
+		return s.storeError(err, "clear the refusals of "+location)
+	}
+	return nil
+}
+
+// RefusedOnly implements backend.RefusalRecorder.
+func (s *Store) RefusedOnly(ctx context.Context, id string) (bool, error) {
+	var refused bool
+	err := s.read(ctx, func(q Querier) error {
+		var err error
+		_, refused, err = refusalHold(ctx, q, id)
+		return err
+	})
+	if err != nil {
+		return false, s.storeError(err, "read the refusals of "+id)
+	}
+	return refused, nil
+}
+
+// Refusals implements backend.RefusalReader.
+func (s *Store) Refusals(ctx context.Context, fn func(backend.Refusal) error) error {
+	var all []backend.Refusal
+	err := s.read(ctx, func(q Querier) error {
+		rows, err := q.QueryContext(ctx, "SELECT location, session_id, code, seq, reason, listed FROM import_refusals ORDER BY location, session_id")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r backend.Refusal
+			var seq sql.NullInt64
+			var listed int64
+			if err := rows.Scan(&r.Location, &r.ID, &r.Code, &seq, &r.Reason, &listed); err != nil {
+				return err
+			}
+			r.Seq, r.Listed = optInt(seq), listed == 1
+			all = append(all, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return s.storeError(err, "read import refusals")
+	}
+	// No cursor is open while fn runs.
+	for _, r := range all {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readRefusal is the refusal a session kept only as a refused header reads
+// as, nil for any other session.
+func readRefusal(ctx context.Context, q Querier, h session.Header) (*backend.Refusal, error) {
+	var r backend.Refusal
+	var seq sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT location, code, seq, reason FROM import_refusals
+		WHERE session_id = ? AND listed = 1 ORDER BY location LIMIT 1`, h.ID).Scan(&r.Location, &r.Code, &seq, &r.Reason)
+	if err == sql.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.ID, r.Seq, r.Listed = h.ID, optInt(seq), true
+	return &r, nil
+}
