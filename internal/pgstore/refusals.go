@@ -32,8 +32,14 @@ func (s *Store) RecordRefusal(ctx context.Context, r backend.Refusal) error {
 			if err := insertBareHeader(ctx, q, *r.Header); err != nil {
 				return err
 			}
-			if _, err := q.Exec(ctx, "UPDATE sessions SET read_failure = $1 WHERE id = $2", r.Error().Error(), r.ID); err != nil {
-				return err
+			// A listing resolves a header refused as an unreadable log from
+			// this recorded verdict (code INVALID_LOG) without reading
+			// anything; a format refusal (UNSUPPORTED_FORMAT, a code a
+			// recorded verdict does not keep) is read, and reads as itself.
+			if r.Code != backend.RefusedFormat {
+				if _, err := q.Exec(ctx, "UPDATE sessions SET read_failure = $1 WHERE id = $2", r.Error().Error(), r.ID); err != nil {
+					return err
+				}
 			}
 			listed = true
 		}
