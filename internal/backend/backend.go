@@ -121,7 +121,7 @@ type RegistryFoldRecorder interface {
 }
 
 // RefusalRecorder is a store that keeps a record of every session an import
-// found but could not store (migration 0008), written in the import's
+// found but could not store (migration 0009), written in the import's
 // transaction.
 type RefusalRecorder interface {
 	// RecordRefusal records r, replacing the record of the same location

@@ -1,4 +1,4 @@
--- PostgreSQL twin of ../0008_import_refusals.sql: the sessions an import
+-- PostgreSQL twin of ../0009_import_refusals.sql: the sessions an import
 -- found but could not store (location, the id read or '', the diagnose code
 -- the refusal gives, the seq for LOG_UNREADABLE, the reason), and whether
 -- the header is kept in sessions as a listed header-only session every read
