@@ -176,6 +176,11 @@ func Import(ctx context.Context, dst Destination, src dshformat.Source, opts Imp
 		}
 	}
 	w := &importer{dst: dst, src: src, opts: opts, units: subagent.NewRegistry()}
+	if !opts.DryRun {
+		if w.refusalsHeld, err = holdsRefusals(ctx, dst); err != nil {
+			return sum, err
+		}
+	}
 	add := func(r Result) {
 		sum.count(r)
 		if opts.OnResult != nil {
@@ -275,6 +280,27 @@ type importer struct {
 	src   dshformat.Source
 	opts  ImportOptions
 	units *checkpoint.Registry
+	// refusalsHeld: the store held records of refused sessions when the
+	// import began, which storing a session may void. Without any, none
+	// is looked for: this import records only sessions it does not
+	// store (a file yields one session, and ids are unique in a source).
+	refusalsHeld bool
+}
+
+// errHeld stops a walk of the refusal records at the first.
+var errHeld = errors.New("a refusal is recorded")
+
+// holdsRefusals reports whether dst keeps any record of a refused session.
+func holdsRefusals(ctx context.Context, dst Destination) (bool, error) {
+	rr, ok := dst.(backend.RefusalReader)
+	if !ok {
+		return false, nil
+	}
+	err := rr.Refusals(ctx, func(backend.Refusal) error { return errHeld })
+	if errors.Is(err, errHeld) {
+		return true, nil
+	}
+	return false, err
 }
 
 // prepared is one session read ahead of the writer: either a decided result
@@ -655,7 +681,7 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 		// What the store recorded of an earlier refusal of this session,
 		// or of this file, is void now that it reads: a header kept for
 		// the refusal gives way to the session.
-		if rec, ok := tx.(backend.RefusalRecorder); ok {
+		if rec, ok := tx.(backend.RefusalRecorder); ok && w.refusalsHeld {
 			if err := rec.ClearRefusals(ctx, s.Location, s.Header.ID); err != nil {
 				return err
 			}
