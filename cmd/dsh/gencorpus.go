@@ -51,6 +51,7 @@ hold the same children. Prints what was written.
 	f.IntVar(&spec.MaxEvents, "max-events", gencorpus.DefaultMaxEvents, "longest child transcript")
 	f.Uint64Var(&spec.Seed, "seed", 1, "random seed")
 	f.BoolVar(&spec.NoCheckpoints, "no-checkpoints", false, "write no checkpoint records (a cold cache)")
+	f.StringVar(&spec.CatalogParent, "catalog-parent", "", "also write a format-4 session with this id whose subagent/catalog names the parent's children (for --dsh-compat 0.1.7)")
 	f.BoolVar(&spec.Unverified, "unverified", false, "mark the children as changed outside dsh, so cold reads validate whole logs")
 	f.BoolVar(&mode.force, "progress", false, "draw a progress bar even when stderr is not a terminal")
 	f.BoolVar(&mode.quiet, "quiet", false, "never draw a progress bar")

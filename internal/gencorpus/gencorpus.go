@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/catalog"
 	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
@@ -49,6 +50,12 @@ type Spec struct {
 	// paths (verified = 0, what the store's triggers do after any foreign
 	// edit): a cold read of such a child then validates its whole log.
 	Unverified bool
+	// CatalogParent, when set, is the id of a format-4 session written
+	// last whose subagent/catalog facts name Parent's children, in
+	// creation order, as DSH 0.1.7 records them (id, creation time, mode,
+	// label): the same children, listed by catalog under --dsh-compat
+	// 0.1.7.
+	CatalogParent string
 	// Batch is the most sessions one write transaction holds; a
 	// transaction also ends once it holds batchEvents events.
 	Batch int
@@ -192,6 +199,12 @@ func Generate(ctx context.Context, st Target, spec Spec) (Result, error) {
 			return g.res, err
 		}
 	}
+	if spec.CatalogParent != "" {
+		h := session.Header{Version: catalog.NativeFormat, ID: spec.CatalogParent, CreatedAt: baseTime, Cwd: &cwd}
+		if err := g.add(ctx, planned{h: h, events: g.catalog}); err != nil {
+			return g.res, err
+		}
+	}
 	if spec.Children == 0 {
 		for f := range fillers {
 			if err := g.add(ctx, g.filler(f)); err != nil {
@@ -227,6 +240,8 @@ type generator struct {
 	res           Result
 	// fillerParent is the current unrelated root that fillers attach to.
 	fillerParent string
+	// catalog holds CatalogParent's facts, one per child planned.
+	catalog []session.Event
 }
 
 // planned is one session to write.
@@ -357,7 +372,34 @@ func (g *generator) child(i int) planned {
 		}
 		p.invalid = true
 	}
+	g.catalogChild(p, label)
 	return p
+}
+
+// catalogChild records the fact DSH 0.1.7 appends for a child it starts:
+// the mode and label its own descriptor says (a child whose descriptor is
+// damaged or missing keeps what it was started as: continuable, labelled).
+func (g *generator) catalogChild(p planned, label string) {
+	if g.spec.CatalogParent == "" {
+		return
+	}
+	f := catalog.Fact{Version: catalog.VersionLive, ChildID: p.h.ID, ChildCreatedAt: p.h.CreatedAt, Mode: catalog.ModeContinuable, Label: &label}
+	for _, e := range p.events {
+		if e.Type != session.TypeDescriptor || e.Seq < p.h.InheritedCut() {
+			continue
+		}
+		if d, err := subagent.ParseDescriptor(e.Data); err == nil && d != nil {
+			f.Mode, f.Label = catalog.Mode(d.Mode), d.Label
+		}
+		break
+	}
+	data, err := catalog.Encode(f)
+	if err != nil {
+		// Every generated id and label is a valid fact's.
+		panic(fmt.Sprintf("catalog fact of %s: %v", p.h.ID, err))
+	}
+	seq := int64(len(g.catalog))
+	g.catalog = append(g.catalog, session.Event{Type: session.TypeCatalog, Seq: seq, Time: p.h.CreatedAt, Data: data})
 }
 
 var origin = session.OriginSubagent

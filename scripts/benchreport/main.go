@@ -190,6 +190,8 @@ var cases = []struct{ name, what string }{
 	{"cold", "`dsh list` after `dsh cache clear`; floor `benchfloor cold`: headers joined with their descriptor events (partial index), the last descriptor JSON-decoded"},
 	{"descendants", "`dsh list --scope descendants -o json`, cache filled; floor `benchfloor list --scope descendants`: one recursive query, pre-order built in memory"},
 	{"diagnose", "`dsh diagnose --parent P -o jsonl`; floor `benchfloor diagnose`: every event of every child streamed in one query, each JSON-parsed"},
+	{"catalog", "`dsh --dsh-compat 0.1.7 list` of a format-4 parent whose `subagent/catalog` names P's children, cache empty; floor `benchfloor cold` of P: the same children's descriptor rows (other bytes: the floor prints the seeds listing)"},
+	{"catalog-seeds", "the same 0.1.7 listing; in place of a floor, dsh's default (`seeds`) cold listing of P: the same children, enumerated (other bytes)"},
 	{"import", "`dsh import` of P's subtree exported as DSH JSONL into a fresh store (rows = sessions); floor `benchfloor import`: every line parsed, the same rows inserted in transactions of 1,000 sessions with one prepared statement per table"},
 }
 
