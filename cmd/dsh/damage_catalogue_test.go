@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -70,6 +71,40 @@ type catSession struct {
 	noRow bool
 	rows  map[int]catRow
 	seed  *int64
+	// JSONL only (issue 23): the zstd file's bytes as given; what stands
+	// in the session file's place instead of a file (see catSpecials);
+	// a FIFO loose.jsonl beside the project directories; the session
+	// directory when it is not the id.
+	rawZstd []byte
+	special string
+	loose   bool
+	dir     string
+}
+
+// catSpecials make what is not a regular file stand at a session file's
+// path.
+var catSpecials = map[string]func(path string) error{
+	"fifo":    func(p string) error { return syscall.Mkfifo(p, 0o600) },
+	"zero":    func(p string) error { return os.Symlink("/dev/zero", p) },
+	"urandom": func(p string) error { return os.Symlink("/dev/urandom", p) },
+	"dir":     func(p string) error { return os.Mkdir(p, 0o700) },
+}
+
+// catRawBlocks is a zstd frame of stored (raw) blocks, 1 KiB window, no
+// declared size: each block holds the given text, so the damage sits in
+// the block a test chooses. cut bytes are taken off the end, tearing the
+// last block.
+func catRawBlocks(blocks []string, cut int) []byte {
+	out := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x00}
+	for i, b := range blocks {
+		h := uint32(len(b)) << 3
+		if i == len(blocks)-1 {
+			h |= 1
+		}
+		out = append(out, byte(h), byte(h>>8), byte(h>>16))
+		out = append(out, b...)
+	}
+	return out[:len(out)-cut]
 }
 
 // catRow is a schema-17 events row with free column values.
@@ -196,6 +231,47 @@ var catKinds = []catKind{
 		c.twice = true
 		return !sqlite
 	}},
+	// Issue 23 item 1: the final frame is torn, and the complete block
+	// read from it holds an unparsable line before a committed turn/end.
+	{"damaged zstd", func(c *catSession, sqlite bool) bool {
+		lines := c.lines
+		c.rawZstd = append(zstdEnc.EncodeAll([]byte(c.header+"\n"), nil), catRawBlocks([]string{
+			strings.Join([]string{lines[0], lines[1], `{not json}`, lines[3]}, "\n") + "\n",
+			strings.Join(lines[4:], "\n") + "\n",
+		}, 10)...)
+		return !sqlite
+	}},
+	// Issue 23 item 3: what stands in place of c's log is not a file.
+	{"non-regular file: FIFO", func(c *catSession, sqlite bool) bool {
+		c.special = "fifo"
+		return !sqlite
+	}},
+	{"non-regular file: link to /dev/zero", func(c *catSession, sqlite bool) bool {
+		c.special = "zero"
+		return !sqlite
+	}},
+	{"non-regular file: link to /dev/urandom", func(c *catSession, sqlite bool) bool {
+		c.special = "urandom"
+		return !sqlite
+	}},
+	{"non-regular file: directory", func(c *catSession, sqlite bool) bool {
+		c.special = "dir"
+		return !sqlite
+	}},
+	{"non-regular file: loose FIFO", func(c *catSession, sqlite bool) bool {
+		c.loose = true
+		return !sqlite
+	}},
+	// Issue 23 item 5: DSH verifies path identity.
+	{"id mismatch", func(c *catSession, sqlite bool) bool {
+		c.dir = "c-moved"
+		return !sqlite
+	}},
+	{"id mismatch: duplicate id key", func(c *catSession, sqlite bool) bool {
+		// JSON readers keep the last: c2, in c's directory.
+		c.header = strings.Replace(c.header, `"cwd"`, `"id":"c2","cwd"`, 1)
+		return !sqlite
+	}},
 	{"descriptor only in the seed", func(c *catSession, _ bool) bool {
 		one := int64(1)
 		c.seed = &one
@@ -236,9 +312,13 @@ func writeCatJSONL(t *testing.T, dir string, sessions []*catSession) {
 			text = append(text, l+"\n"...)
 		}
 		text = append(text, s.tail...)
-		dirs := []string{filepath.Join(dir, "--work--", s.id)}
+		dirName := s.id
+		if s.dir != "" {
+			dirName = s.dir
+		}
+		dirs := []string{filepath.Join(dir, "--work--", dirName)}
 		if s.twice {
-			dirs = append(dirs, filepath.Join(dir, "--other--", s.id))
+			dirs = append(dirs, filepath.Join(dir, "--other--", dirName))
 		}
 		write := func(name string, b []byte) {
 			for _, sdir := range dirs {
@@ -250,9 +330,31 @@ func writeCatJSONL(t *testing.T, dir string, sessions []*catSession) {
 				}
 			}
 		}
+		if s.loose {
+			if err := syscall.Mkfifo(filepath.Join(dir, "loose.jsonl"), 0o600); err != nil && !os.IsExist(err) {
+				t.Fatal(err)
+			}
+		}
 		name := "session.jsonl"
 		if v := laterVersion.FindStringSubmatch(s.header); v != nil {
 			name = "session.v" + v[1] + ".jsonl"
+		}
+		switch {
+		case s.special != "":
+			if err := os.MkdirAll(dirs[0], 0o700); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(dirs[0], name)
+			if _, err := os.Lstat(p); err == nil {
+				continue
+			}
+			if err := catSpecials[s.special](p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		case s.rawZstd != nil:
+			write(name+".zstd", s.rawZstd)
+			continue
 		}
 		if s.zstd || s.both {
 			frames := zstdEnc.EncodeAll(text[:header], nil)
@@ -386,7 +488,13 @@ func TestDamageCatalogue(t *testing.T) {
 				continue
 			}
 			t.Run(kind.name+"/"+form, func(t *testing.T) {
-				checkCatalogue(t, sessions, form, "", [][]string{nil}, "c", "")
+				// The damaged session is c, by the id its header names
+				// as JSON readers take it (the last "id").
+				var damaged struct{ ID string }
+				if err := json.Unmarshal([]byte(sessions[1].header), &damaged); err != nil {
+					damaged.ID = "c"
+				}
+				checkCatalogue(t, sessions, form, "", [][]string{nil}, damaged.ID, "")
 			})
 		}
 	}

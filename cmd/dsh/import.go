@@ -158,7 +158,11 @@ func runImport(ctx context.Context, a *app, p *render.Printer, loc transfer.Loca
 // read-only open read commands use).
 func openImportSource(ctx context.Context, a *app, loc transfer.Location) (dshformat.Source, error) {
 	if loc.Kind != transfer.KindDSH {
-		return loc.Open(ctx)
+		src, err := loc.Open(ctx)
+		if err == nil {
+			sourceEnumerated()
+		}
+		return src, err
 	}
 	st, err := a.openReadOnlyAt(ctx, loc.Path)
 	if err != nil {

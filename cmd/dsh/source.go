@@ -81,6 +81,19 @@ func (s *sourceFlags) open(ctx context.Context, a *app) (*corpusReader, error) {
 	return s.openSource(ctx, a)
 }
 
+// testSourceEnumerated, set only by tests, runs once a --source or an
+// import source has been enumerated and before any of its logs is read:
+// the damage catalogue removes a session's file there, the moment a file
+// that vanishes under a running dsh would, which no test can otherwise
+// reach.
+var testSourceEnumerated func()
+
+func sourceEnumerated() {
+	if testSourceEnumerated != nil {
+		testSourceEnumerated()
+	}
+}
+
 // sourceCorpus is a foreign corpus with the checkpoint records converted
 // from DSH's projection cache file (none without --source-cache).
 type sourceCorpus struct {
@@ -102,6 +115,7 @@ func (s *sourceFlags) openSource(ctx context.Context, a *app) (_ *corpusReader, 
 	if err != nil {
 		return nil, err
 	}
+	sourceEnumerated()
 	defer func() {
 		if err != nil {
 			src.Close()

@@ -27,21 +27,11 @@ const chunk = 1 << 20
 // than limit bytes. The file is opened without blocking and checked once
 // open, so a FIFO swapped in after a look at the name is refused too.
 func Read(ctx context.Context, path string, limit int64) ([]byte, error) {
-	if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, kind(info.Mode()))
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, info, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, kind(info.Mode()))
-	}
 	if info.Size() > limit {
 		return nil, tooLarge(path, limit)
 	}
@@ -62,6 +52,40 @@ func Read(ctx context.Context, path string, limit int64) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// Open opens the regular file at path for reading without ever blocking:
+// a name that is not a regular file is refused before it is opened, and
+// the opened file is checked again (O_NONBLOCK: opening a FIFO swapped in
+// meanwhile returns at once), so that only a regular file is returned,
+// with its metadata.
+func Open(path string) (*os.File, os.FileInfo, error) {
+	if info, err := os.Stat(path); err == nil && !info.Mode().IsRegular() {
+		return nil, nil, NotRegular(path, info.Mode())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, NotRegular(path, info.Mode())
+	}
+	return f, info, nil
+}
+
+// NotRegular is the ErrNotRegular refusal of path, naming what it is
+// ("" leaves the path to the caller's message).
+func NotRegular(path string, mode os.FileMode) error {
+	if path == "" {
+		return fmt.Errorf("%w (%s)", ErrNotRegular, kind(mode))
+	}
+	return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, kind(mode))
 }
 
 func tooLarge(path string, limit int64) error {
@@ -85,6 +109,8 @@ func kind(m os.FileMode) string {
 		return "a device"
 	case m.IsDir():
 		return "a directory"
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
 	case m&os.ModeSocket != 0:
 		return "a socket"
 	}

@@ -196,7 +196,10 @@ func (c *Corpus) Audit(ctx context.Context, id string) (*backend.AuditRead, erro
 		return nil, err
 	}
 	s, err := c.src.ReadAsFound(ctx, id)
-	var refusal *UnsupportedVersionError
+	var (
+		refusal *UnsupportedVersionError
+		fileErr *FileError
+	)
 	switch {
 	case err == nil && s.Damage != nil:
 		// Reported as a store reports the same log imported (its
@@ -212,6 +215,10 @@ func (c *Corpus) Audit(ctx context.Context, id string) (*backend.AuditRead, erro
 		return &backend.AuditRead{Header: h, ReadErr: corruptLog(id, err)}, nil
 	case errors.As(err, &refusal):
 		return &backend.AuditRead{Header: h, ReadErr: &dsherr.Error{Code: dsherr.UnsupportedFormat, Msg: err.Error(), Err: err}}, nil
+	case errors.As(err, &fileErr):
+		// A file that vanished or changed after the corpus was opened
+		// concerns its session alone: the audit goes on.
+		return &backend.AuditRead{Header: h, ReadErr: dsherr.Wrap(dsherr.StoreUnavailable, err, "%s", c.name)}, nil
 	default:
 		return nil, dsherr.Wrap(dsherr.StoreUnavailable, err, "read session %q from %s", id, c.name)
 	}

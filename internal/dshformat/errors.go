@@ -113,3 +113,23 @@ type Problem struct {
 	ID   string
 	Err  error
 }
+
+// FileError is a session file that was enumerated but could not be read
+// when its log was: it vanished, was replaced by something that is not a
+// regular file, kept changing, or the system refused the read. It
+// concerns that session alone, never the whole corpus.
+type FileError struct {
+	Path    string
+	Session string
+	Err     error
+}
+
+func (e *FileError) Error() string {
+	msg := e.Err.Error()
+	if !strings.Contains(msg, e.Path) {
+		msg = e.Path + ": " + msg
+	}
+	return fmt.Sprintf("session %q: log file cannot be read since the corpus was opened: %s", e.Session, msg)
+}
+
+func (e *FileError) Unwrap() error { return e.Err }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/dsh-project/dsh/internal/boundedfile"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
 )
@@ -25,7 +26,7 @@ func readJSONLFile(ctx context.Context, path string, compressed bool) (*Session,
 
 // readJSONLFileAsFound is readJSONLFile with damage kept in Session.Damage.
 func readJSONLFileAsFound(ctx context.Context, path string, compressed bool) (*Session, error) {
-	data, err := readStable(path)
+	data, err := readStable(ctx, path)
 	if err != nil {
 		return nil, err
 	}
@@ -66,8 +67,10 @@ func refuseDamage(s *Session, err error) (*Session, error) {
 }
 
 // readStable reads a whole file, retrying while it changes underneath (a
-// live DSH may be appending), as DSH's stat/read/stat loop does.
-func readStable(path string) ([]byte, error) {
+// live DSH may be appending), as DSH's stat/read/stat loop does. Only a
+// regular file is read, and opening one never blocks (a FIFO swapped in
+// for the log is refused, not waited on).
+func readStable(ctx context.Context, path string) ([]byte, error) {
 	const attempts = 5
 	for range attempts {
 		before, err := os.Stat(path)
@@ -80,7 +83,10 @@ func readStable(path string) ([]byte, error) {
 			return nil, corruptAt(path, "", "session log exceeds dsh's size limit",
 				fmt.Errorf("%w: file of %d bytes, at most %d allowed", errTooLarge, before.Size(), maxLogText))
 		}
-		data, err := os.ReadFile(path)
+		data, err := boundedfile.Read(ctx, path, maxLogText)
+		if errors.Is(err, boundedfile.ErrTooLarge) {
+			return nil, corruptAt(path, "", "session log exceeds dsh's size limit", fmt.Errorf("%w: %w", errTooLarge, err))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -263,8 +269,15 @@ func decodeZstdLogAsFound(ctx context.Context, path string, data []byte) (*Sessi
 			text = grown
 			sc.frames = append(sc.frames, frameStart{text: from, file: scan.tornStart})
 			// A salvaged line over the line limit ends the salvage: it
-			// joins the torn tail.
-			if err := sc.scan(text, from); err != nil && !errors.Is(err, errTooLarge) {
+			// joins the torn tail. Damage before a salvaged turn/end is
+			// inside the committed region, as DSH's scanner of the
+			// streamed blocks finds it: kept as found with every frame
+			// as stored, the torn one's incomplete block included.
+			err := sc.scan(text, from)
+			switch {
+			case errors.Is(err, errDamaged):
+				return framesDamaged(sc.damage), nil
+			case err != nil && !errors.Is(err, errTooLarge):
 				return nil, err
 			}
 		}
@@ -470,7 +483,7 @@ func (r record) firstSeq(expected int64) (got string, ok bool) {
 // as DSH's listing does: the first line of a plain file, the first frame of
 // a zstd file.
 func readHeaderOnly(path string, compressed bool) (h session.Header, listable bool, err error) {
-	f, err := os.Open(path)
+	f, _, err := boundedfile.Open(path)
 	if err != nil {
 		return h, false, err
 	}

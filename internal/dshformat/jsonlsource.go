@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dsh-project/dsh/internal/boundedfile"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -99,6 +100,10 @@ func OpenJSONL(ctx context.Context, path string) (Source, error) {
 		return nil, fmt.Errorf("open JSONL source: %w", err)
 	}
 	src := &jsonlSource{root: path}
+	if !info.IsDir() && !info.Mode().IsRegular() {
+		// Refused before anything opens it: a FIFO would block.
+		return nil, fmt.Errorf("open JSONL source: %w", boundedfile.NotRegular(path, info.Mode()))
+	}
 	if !info.IsDir() {
 		if _, _, ok := fileGeneration(filepath.Base(path)); !ok {
 			return nil, fmt.Errorf("open JSONL source %s: not a .jsonl or .jsonl.zstd session file", path)
@@ -125,17 +130,33 @@ func OpenJSONL(ctx context.Context, path string) (Source, error) {
 			}
 			return nil
 		}
-		if _, _, ok := fileGeneration(d.Name()); d.IsDir() || !ok {
+		if _, _, ok := fileGeneration(d.Name()); !ok || p == root {
 			return nil
 		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			if target, err := os.Stat(p); err != nil || !target.Mode().IsRegular() {
+		if d.Type().IsRegular() {
+			candidates = append(candidates, p)
+			return nil
+		}
+		// A session file's name on anything else — a FIFO, a device, a
+		// directory, a link to one — is a session DSH cannot read (its
+		// lookup treats only a missing file as absent): reported, never
+		// opened (a FIFO would block), never skipped in silence.
+		mode := d.Type()
+		if mode&fs.ModeSymlink != 0 {
+			target, err := os.Stat(p)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return nil // a dangling link: absent, as for DSH
+			case err != nil:
+				src.problems = append(src.problems, Problem{Path: p, Err: corruptAt(p, "", "cannot read session header", err)})
+				return nil
+			case target.Mode().IsRegular():
+				candidates = append(candidates, p)
 				return nil
 			}
-		} else if !d.Type().IsRegular() {
-			return nil
+			mode = target.Mode()
 		}
-		candidates = append(candidates, p)
+		src.problems = append(src.problems, Problem{Path: p, Err: corruptAt(p, "", "cannot read session header", boundedfile.NotRegular("", mode))})
 		return nil
 	})
 	if walkErr != nil {
@@ -228,6 +249,9 @@ func (s *jsonlSource) discover(ctx context.Context, paths []string) error {
 		if file.refused == nil {
 			file.refused = generationMismatch(file, h)
 		}
+		if file.refused == nil {
+			file.refused = pathIdentityMismatch(file.path, h.ID)
+		}
 		restoreAbsent(file.path, &h)
 		shared.header(&h)
 		found = append(found, jsonlEntry{header: h, file: file})
@@ -301,6 +325,27 @@ func (f sharedFields) header(h *session.Header) {
 	}
 }
 
+// pathIdentityMismatch refuses a log in DSH's layout
+// (<project>/<encoded id>/session[.vN].jsonl[.zstd]) whose header names
+// another session than its directory does: DSH verifies a session's path
+// identity and refuses such a log, so dsh lists it under its header's id
+// and reads it as refused (an unavailable row, kept as found by import).
+// Files outside that layout are found by content and not checked; an
+// empty id is refused on its own elsewhere.
+func pathIdentityMismatch(path, id string) error {
+	stem, _, _ := fileGeneration(filepath.Base(path))
+	dir := filepath.Dir(path)
+	project := filepath.Base(filepath.Dir(dir))
+	if stem != "session" || id == "" || !(project == noCwdDir || len(project) >= 4 && strings.HasPrefix(project, "--") && strings.HasSuffix(project, "--")) {
+		return nil
+	}
+	want, err := EncodeSegment(id)
+	if err != nil || want == filepath.Base(dir) {
+		return nil
+	}
+	return corruptAt(path, id, fmt.Sprintf("header id %q does not match its session directory %q (it would be %q): DSH verifies a session's path identity and refuses the log", id, filepath.Base(dir), want), nil)
+}
+
 // generationMismatch refuses a file whose name declares a generation dsh
 // does not read, or whose header version is not the one its name
 // declares (DSH requires them to agree).
@@ -356,7 +401,7 @@ func (s *jsonlSource) ReadAsFound(ctx context.Context, id string) (*Session, err
 	}
 	sess, err := readJSONLFileAsFound(ctx, file.path, file.compressed)
 	if err != nil {
-		return nil, err
+		return nil, fileError(ctx, file.path, id, err)
 	}
 	if err := generationMismatch(file, sess.Header); err != nil {
 		return nil, err
@@ -367,6 +412,17 @@ func (s *jsonlSource) ReadAsFound(ctx context.Context, id string) (*Session, err
 	restoreAbsent(file.path, &sess.Header)
 	sess.Format = file.format()
 	return sess, nil
+}
+
+// fileError marks a failure to read an enumerated session's file as
+// that session's (*FileError); corruption, refusals and cancellation
+// are returned as they are.
+func fileError(ctx context.Context, path, id string, err error) error {
+	var refusal *UnsupportedVersionError
+	if ctx.Err() != nil || errors.Is(err, ErrCorrupt) || errors.As(err, &refusal) {
+		return err
+	}
+	return &FileError{Path: path, Session: id, Err: err}
 }
 
 func (f jsonlFile) format() string {
@@ -389,9 +445,9 @@ func (s *jsonlSource) formatOf(id string) (string, bool) {
 // compressions of one generation beside each other): its header and, as
 // damage, the refusal with the file's log after the header as stored.
 func readRefused(ctx context.Context, file jsonlFile, id string, refusal *CorruptError) (*Session, error) {
-	data, err := readStable(file.path)
+	data, err := readStable(ctx, file.path)
 	if err != nil {
-		return nil, err
+		return nil, fileError(ctx, file.path, id, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

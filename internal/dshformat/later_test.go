@@ -45,7 +45,7 @@ func TestLaterFixturesRead(t *testing.T) {
 			raw := dshfixtures.LaterRawLog(t, f, laterTokens)
 			dir := t.TempDir()
 			name := LogFileName(f.Version, CompressionNone)
-			writeFile(t, dir, filepath.Join("--home-dev-later--", "s", name), raw)
+			writeFile(t, dir, filepath.Join("--home-dev-later--", laterSessionDir(t, raw), name), raw)
 			src := openJSONL(t, dir)
 			sessions := readAll(t, src)
 			if len(sessions) != 1 || len(src.Problems()) != 0 {
@@ -274,4 +274,20 @@ func TestLaterFormatRules(t *testing.T) {
 
 func asValidation(err error, target **session.ValidationError) bool {
 	return errors.As(err, target)
+}
+
+// laterSessionDir is the directory DSH keeps the log raw in: its header's
+// id, encoded (DSH verifies that path identity).
+func laterSessionDir(t *testing.T, raw []byte) string {
+	t.Helper()
+	line, _, _ := bytes.Cut(raw, []byte("\n"))
+	h, _, err := decodeHeader(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := EncodeSegment(h.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -17,6 +17,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/dsh-project/dsh/internal/boundedfile"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqliteread"
@@ -66,7 +67,7 @@ func OpenDSHSQLite(ctx context.Context, path string) (Source, error) {
 		return nil, fmt.Errorf("open DSH SQLite store: %w", err)
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("open DSH SQLite store %s: not a regular file", path)
+		return nil, fmt.Errorf("open DSH SQLite store: %w", boundedfile.NotRegular(path, info.Mode()))
 	}
 	query := url.Values{"_pragma": {"query_only(1)", "trusted_schema(0)"}}
 	if err := sqliteread.Query(abs, query); err != nil {

@@ -507,11 +507,14 @@ func (w *importer) prepare(ctx context.Context, h session.Header) prepared {
 func pathOf(err error) string {
 	var corrupt *dshformat.CorruptError
 	var refusal *dshformat.UnsupportedVersionError
+	var unread *dshformat.FileError
 	switch {
 	case errors.As(err, &corrupt):
 		return corrupt.Path
 	case errors.As(err, &refusal):
 		return refusal.Path
+	case errors.As(err, &unread):
+		return unread.Path
 	}
 	return ""
 }

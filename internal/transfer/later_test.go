@@ -3,6 +3,7 @@ package transfer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -36,7 +37,7 @@ func TestLaterFormatsRoundTrip(t *testing.T) {
 					stored = multiFrame(t, raw)
 				}
 				in := t.TempDir()
-				writeRaw(t, filepath.Join(in, "--home-dev-later--", "s", name), stored)
+				writeRaw(t, filepath.Join(in, "--home-dev-later--", laterSessionDir(t, raw), name), stored)
 
 				first := openStore(t)
 				sum := importAll(t, first, Location{KindJSONL, in})
@@ -135,4 +136,22 @@ func decompress(t testing.TB, data []byte) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// laterSessionDir is the directory DSH keeps the log raw in: its header's
+// id, encoded (DSH verifies that path identity).
+func laterSessionDir(t *testing.T, raw []byte) string {
+	t.Helper()
+	line, _, _ := bytes.Cut(raw, []byte("\n"))
+	var h struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(line, &h); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := dshformat.EncodeSegment(h.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

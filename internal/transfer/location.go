@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/dsh-project/dsh/internal/boundedfile"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
 )
@@ -113,7 +114,8 @@ func (l Location) Cache(ctx context.Context) (*dshformat.ProjcacheFile, []dshfor
 }
 
 // SourceError gives an error from reading a foreign corpus its dsherr code:
-// UNSUPPORTED_FORMAT for a refused format version, INVALID_LOG for damaged
+// UNSUPPORTED_FORMAT for a refused format version, INVALID_INPUT for a path
+// that is not a regular file or directory, INVALID_LOG for damaged
 // data, NOT_FOUND for an unknown session, STORE_UNAVAILABLE otherwise.
 // Cancellation and already coded errors are returned unchanged.
 func SourceError(what string, err error) error {
@@ -125,6 +127,10 @@ func SourceError(what string, err error) error {
 		return err
 	case errors.As(err, &refusal):
 		return dsherr.Wrap(dsherr.UnsupportedFormat, err, "%s", what)
+	case errors.Is(err, boundedfile.ErrNotRegular):
+		// A FIFO, a device or a directory named as a session file: bad
+		// input, refused before anything opened it.
+		return dsherr.Wrap(dsherr.InvalidInput, err, "%s", what)
 	case errors.Is(err, dshformat.ErrNotFound):
 		return dsherr.Wrap(dsherr.NotFound, err, "%s", what)
 	case errors.Is(err, dshformat.ErrCorrupt):
