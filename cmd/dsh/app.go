@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -42,6 +43,9 @@ var commands = []func(*app) *cobra.Command{
 // configuration, resolved on first use. Nothing in it is global, so tests run
 // many commands in one process.
 type app struct {
+	// interrupted is the signal that cancelled the command, if one did:
+	// the CANCELLED message names it.
+	interrupted    *interruption
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	stdoutTTY      bool
@@ -91,7 +95,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	// A command that completed despite a late signal reports success: its
 	// work is done, and 130 would tell the caller otherwise.
-	return a.exit(root.ExecuteContext(ctx))
+	err := root.ExecuteContext(ctx)
+	var sig *interruption
+	if errors.As(context.Cause(ctx), &sig) {
+		a.interrupted = sig
+	}
+	return a.exit(err)
 }
 
 func isTerminal(w io.Writer) bool {

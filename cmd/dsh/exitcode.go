@@ -113,7 +113,12 @@ func (a *app) exit(err error) int {
 		return status
 	}
 	msg := err.Error()
-	if errors.Is(err, context.Canceled) && dsherr.CodeOf(err) == "" {
+	switch {
+	case code == dsherr.Cancelled && a.interrupted != nil && dsherr.CodeOf(err) == "":
+		msg = a.interrupted.Error()
+	case code == dsherr.Cancelled && a.interrupted != nil:
+		msg += " (" + a.interrupted.Error() + ")"
+	case errors.Is(err, context.Canceled) && dsherr.CodeOf(err) == "":
 		msg = "interrupted: " + msg
 	}
 	fmt.Fprintf(a.stderr, "dsh: %s: %s\n", code, render.Escape(strings.TrimSpace(msg)))

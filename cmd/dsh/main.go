@@ -23,15 +23,18 @@ func main() {
 // second signal means the user will not wait for that: dsh exits at once,
 // which is safe because every write is one SQLite transaction, as it is for
 // a process killed outright. stop releases the signals.
+//
+// The context's cause (context.Cause) is an *interruption naming the
+// signal, so that the CANCELLED message says which one stopped dsh.
 func interruptContext(parent context.Context, stderr io.Writer, exit func(int)) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancel := context.WithCancelCause(parent)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() {
 		select {
-		case <-sigs:
-			cancel()
+		case sig := <-sigs:
+			cancel(&interruption{sig: sig})
 		case <-done:
 			return
 		}
@@ -45,9 +48,17 @@ func interruptContext(parent context.Context, stderr io.Writer, exit func(int)) 
 	return ctx, func() {
 		signal.Stop(sigs)
 		close(done)
-		cancel()
+		cancel(nil)
 	}
 }
+
+// interruption is the cause of a context cancelled by a signal.
+type interruption struct{ sig os.Signal }
+
+func (e *interruption) Error() string { return "interrupted by " + sigName(e.sig) }
+
+// Is makes an interruption a context.Canceled, as the context's own error is.
+func (e *interruption) Is(target error) bool { return target == context.Canceled }
 
 func sigName(sig os.Signal) string {
 	if sig == syscall.SIGTERM {
