@@ -50,6 +50,27 @@ func NoteSkipped(name string) {
 	skipped.Lock()
 	skipped.names[name] = true
 	skipped.Unlock()
+	uncacheable()
+}
+
+// uncacheable keeps go test from caching this run's result. A cached
+// result is replayed without running the test binary, so Report's notice
+// would show on the first run only; with the fixtures absent, every run
+// must say so. go test does not cache a run that opened a file inside the
+// module changed in the last two seconds (it cannot tell the file's next
+// change by its modification time), and testdata/uncacheable is a symbolic
+// link to /proc/self/stat, which procfs dates at each lookup (the go
+// command's own included). Without procfs the link dangles and nothing
+// happens: the notice then shows on uncached runs only. It must run while
+// tests run: go test records the files a test opens until m.Run returns.
+func uncacheable() {
+	root, err := moduleRoot()
+	if err != nil {
+		return
+	}
+	if f, err := os.Open(filepath.Join(root, "internal", "dshfixtures", "testdata", "uncacheable")); err == nil {
+		f.Close()
+	}
 }
 
 // Main runs a package's tests and then, if some were skipped for want of
