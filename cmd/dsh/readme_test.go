@@ -11,27 +11,30 @@ package main
 //
 //   - Commands starting with `go` or `scripts/` run from the repository's
 //     root; everything else runs in the sandbox's working directory, with
-//     $HOME the sandbox home. What the examples read is prepared there by
-//     readmeSandbox (a DSH JSONL corpus in ~/.dsh/sessions, a DSH schema-17
-//     store ./sessions.db, prompt.txt, ~/src/app, $PARENT=demo-parent, the
-//     sessions 11111111-… and 33333333-…): add to it when a new example
-//     needs something a user would already have.
+//     $HOME the sandbox home. Both start empty: nothing is prepared for the
+//     examples, which run as a newcomer types them, in order, so each uses
+//     only what the examples before it made (or is marked skip, saying in
+//     one line what it assumes).
 //   - Every command must exit 0, unless the block is preceded by
 //     `<!-- readme-test: status 0,1 -->` (the statuses any of its commands
 //     may exit with: examples of checks that fail on purpose).
 //   - `<!-- readme-test: needs postgres -->` runs the block only when a
 //     PostgreSQL server answers (internal/pgtest: DSH_TEST_POSTGRES or
-//     127.0.0.1:5432), with DSH_DB naming a fresh, empty database of its own
-//     (dropped afterwards), in a subshell; otherwise the block is skipped
-//     with a message (and fails when CI=true or DSH_TEST_POSTGRES is set).
+//     127.0.0.1:5432), in a subshell with DSH_DB naming one database, fresh
+//     and empty before the first such block and shared by all of them, as
+//     the README's own `export DSH_DB=…` is (dropped afterwards); otherwise
+//     the block is skipped with a message (and fails when CI=true or
+//     DSH_TEST_POSTGRES is set).
 //   - `<!-- readme-test: skip REASON -->` leaves a block out; the reason is
 //     logged. Use it only for what cannot run inside a test (go test ./...).
 //   - A block that uses jq is skipped, with a message, when jq is absent.
-//   - In the Guarantees section, `go test` commands run as printed and must
-//     run at least one test; with DSH_TORTURE set (runs of minutes) they are
-//     listed with go test -list instead of run, and `scripts/torture` is
-//     checked to parse and to know the flags given. A `go test` whose
-//     pattern matches no test fails.
+//   - In the Guarantees section, each `go test` command must name at least
+//     one test: it is listed with go test -list (which builds the packages
+//     and parses the flags) rather than run, since `go test ./...` runs
+//     those tests anyway, except a -run pattern naming a subtest (which
+//     -list cannot see), which runs as printed. `scripts/torture` is checked
+//     to parse and to know the flags given. A `go test` whose pattern
+//     matches no test fails.
 //
 // The marker is an HTML comment on the last non-blank line before the block,
 // so it does not show in the rendered README.
@@ -40,7 +43,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -136,8 +138,9 @@ readme_check() { # status line allowed
 	esac
 }
 readme_at_root() { (cd "$README_REPO" && "$@"); }
-# go test in the Guarantees section: run it and require a test to have run,
-# or, for the torture runs (DSH_TORTURE), list the tests it would run.
+# go test in the Guarantees section: list the tests it would run (go test
+# ./... runs them), or run it as printed when its pattern names a subtest,
+# requiring a test either way.
 readme_go_test() {
 	local out pat="" pkgs=() args=("$@")
 	while [ $# -gt 0 ]; do
@@ -148,10 +151,11 @@ readme_go_test() {
 		*) pkgs+=("$1"); shift ;;
 		esac
 	done
-	if [ -n "${DSH_TORTURE:-}" ]; then
-		out=$(command go test -list "${pat%%/*}" "${pkgs[@]}" 2>&1) || { echo "$out" >&2; return 1; }
+	if [ -n "${DSH_TORTURE:-}" ] || [[ "$pat" != */* ]]; then
+		pat="${pat%%/*}"
+		out=$(command go test -list "${pat:-.}" "${pkgs[@]}" 2>&1) || { echo "$out" >&2; return 1; }
 		if ! grep -qE '^(Test|Fuzz)' <<<"$out"; then
-			echo "README-TEST: go test -list ${pat%%/*} ${pkgs[*]}: no test" >&2
+			echo "README-TEST: go test -list ${pat:-.} ${pkgs[*]}: no test" >&2
 			return 1
 		fi
 		return 0
@@ -174,8 +178,15 @@ readme_torture() {
 		--*) grep -q -- "$a)" "$script" || { echo "README-TEST: scripts/torture does not know $a" >&2; return 1; } ;;
 		esac
 	done
-	out=$(cd "$README_REPO" && command go test -list '^Fuzz' ./... 2>&1) || { echo "$out" >&2; return 1; }
-	grep -q '^Fuzz' <<<"$out" || { echo "README-TEST: no fuzz target for scripts/torture" >&2; return 1; }
+	# Every fuzz target the script runs exists (go test -list builds only
+	# those packages' test binaries, not every package's).
+	local pkg target n=0
+	while read -r pkg target; do
+		out=$(cd "$README_REPO" && command go test -list "^$target\$" "./$pkg" 2>&1) || { echo "$out" >&2; return 1; }
+		grep -qx "$target" <<<"$out" || { echo "README-TEST: scripts/torture fuzzes $pkg $target, which does not exist" >&2; return 1; }
+		n=$((n + 1))
+	done < <(sed -n '/^internal\/[a-z]* Fuzz[A-Za-z]*$/p' "$script")
+	[ "$n" -gt 0 ] || { echo "README-TEST: scripts/torture names no fuzz target" >&2; return 1; }
 }
 `
 
@@ -230,6 +241,7 @@ func TestReadmeExamples(t *testing.T) {
 	var script strings.Builder
 	script.WriteString(readmeShellPrelude)
 	ran := 0
+	pgDB := "" // the one database of every `needs postgres` block
 	for _, b := range blocks {
 		usesJQ := false
 		for _, l := range b.lines {
@@ -243,8 +255,7 @@ func TestReadmeExamples(t *testing.T) {
 			t.Run(fmt.Sprintf("line%d", b.line), func(t *testing.T) { t.Skipf("README line %d uses jq, which is not installed", b.line) })
 			continue
 		case b.postgres:
-			url, perr := pgtest.Probe()
-			if perr != nil {
+			if _, perr := pgtest.Probe(); perr != nil {
 				if pgtest.Required() {
 					t.Fatalf("README line %d needs PostgreSQL: %v", b.line, perr)
 				}
@@ -253,8 +264,10 @@ func TestReadmeExamples(t *testing.T) {
 				})
 				continue
 			}
-			_ = url
-			fmt.Fprintf(&script, "(\nexport DSH_DB=%q\n", pgtest.NewDatabase(t))
+			if pgDB == "" {
+				pgDB = pgtest.NewDatabase(t)
+			}
+			fmt.Fprintf(&script, "(\nexport DSH_DB=%q\n", pgDB)
 		}
 		for i, l := range b.lines {
 			if strings.HasPrefix(l, "#") {
@@ -304,16 +317,16 @@ type readmeEnv struct {
 	vars []string // the environment of the bash session
 }
 
-// readmeSandbox prepares what the README's examples assume a user has (see
-// the conventions above) and the environment they run with: only PATH and
-// Go's caches come from the test's environment, so no DSH_* setting of the
-// developer's leaks in.
+// readmeSandbox makes the empty home and working directory the README's
+// examples run in, and their environment: only PATH and Go's caches come
+// from the test's environment, so no DSH_* setting of the developer's leaks
+// in. Nothing else is prepared: the examples make what they use.
 func readmeSandbox(t *testing.T, repo string) readmeEnv {
 	t.Helper()
 	root := t.TempDir()
 	home := filepath.Join(root, "home")
 	work := filepath.Join(root, "work")
-	for _, d := range []string{filepath.Join(home, "src", "app"), filepath.Join(work, "testdata"), filepath.Join(root, "gopath")} {
+	for _, d := range []string{home, work, filepath.Join(root, "gopath")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -345,55 +358,11 @@ func readmeSandbox(t *testing.T, repo string) readmeEnv {
 		"GOFLAGS=" + os.Getenv("GOFLAGS"),
 		"GOTOOLCHAIN=local",
 		"README_REPO=" + repo,
-		"PARENT=demo-parent",
 		readmeNestedEnv + "=1",
 	}
 	for _, name := range []string{"GOPROXY", "GONOSUMDB", "GOPRIVATE", "CI", pgtest.EnvURL} {
 		if v, ok := os.LookupEnv(name); ok {
 			vars = append(vars, name+"="+v)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(work, "prompt.txt"), []byte("Review the attached notes and list what is missing.\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	// A DSH JSONL corpus in ~/.dsh/sessions with the sessions the examples
-	// name by id, already imported into the default database once (as a
-	// user who has run the import example before would have it).
-	dsh := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("dsh", args...)
-		cmd.Dir, cmd.Env = work, vars
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("sandbox: dsh %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	const parent, child = "11111111-1111-4111-8111-111111111111", "33333333-3333-4333-8333-333333333333"
-	scratch := "--db=" + filepath.Join(root, "scratch.db")
-	corpus := filepath.Join(home, ".dsh", "sessions")
-	dsh(scratch, "session", "new", "--id", parent, "--cwd", filepath.Join(home, "src", "app"))
-	dsh(scratch, "start", "--parent", parent, "--id", child, "--label", "notes", "--message", "Read the notes.")
-	dsh(scratch, "export", "--to", corpus, "--all")
-	dsh("import", "jsonl:"+corpus)
-
-	// An empty DSH schema-17 store, as DSH's SQLite persistence creates it.
-	db, err := sql.Open("sqlite", filepath.Join(work, "sessions.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	// DSH's DDL as DSH writes it (the reader compares it, whitespace
-	// collapsed).
-	for _, stmt := range []string{
-		"CREATE TABLE persistence_state (\n  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),\n  store_id  TEXT NOT NULL\n) STRICT",
-		"CREATE TABLE sessions (\n  id               TEXT PRIMARY KEY,\n  version          INTEGER NOT NULL,\n  created_at       INTEGER NOT NULL,\n  cwd              TEXT,\n  parent_session   TEXT,\n  seed_length      INTEGER,\n  origin           TEXT,\n  delegation_depth INTEGER,\n  agent_preset     TEXT,\n  incarnation      TEXT NOT NULL,\n  revision         INTEGER NOT NULL\n) STRICT",
-		"CREATE TABLE events (\n  session_id        TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,\n  seq               INTEGER NOT NULL,\n  type              TEXT NOT NULL,\n  time              INTEGER NOT NULL,\n  data              ANY NOT NULL,\n  source_event_seqs ANY,\n  surface_op        TEXT,\n  ignorable         INTEGER CHECK (ignorable IS NULL OR ignorable IN (0, 1)),\n  PRIMARY KEY (session_id, seq)\n) STRICT",
-		"INSERT INTO persistence_state (singleton, store_id) VALUES (1, '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b')",
-		"PRAGMA application_id = 1146308688",
-		"PRAGMA user_version = 17",
-	} {
-		if _, err := db.Exec(stmt); err != nil {
-			t.Fatalf("sandbox DSH store: %s: %v", stmt, err)
 		}
 	}
 	return readmeEnv{root: root, vars: vars}
