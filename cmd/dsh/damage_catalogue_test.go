@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/dsh-project/dsh/internal/transfer"
 )
 
 // The damage catalogue (issue #11): for every kind of damage, built as a
@@ -73,11 +76,13 @@ type catSession struct {
 	seed  *int64
 	// JSONL only (issue 23): the zstd file's bytes as given; what stands
 	// in the session file's place instead of a file (see catSpecials);
-	// a FIFO loose.jsonl beside the project directories; the session
-	// directory when it is not the id.
+	// a FIFO loose.jsonl beside the project directories; the file
+	// removed once the source is enumerated (see vanishAfterEnumeration);
+	// the session directory when it is not the id.
 	rawZstd []byte
 	special string
 	loose   bool
+	vanish  bool
 	dir     string
 }
 
@@ -265,6 +270,11 @@ var catKinds = []catKind{
 	// Issue 23 item 5: DSH verifies path identity.
 	{"id mismatch", func(c *catSession, sqlite bool) bool {
 		c.dir = "c-moved"
+		return !sqlite
+	}},
+	// Issue 23 item 4: c's log is gone by the time it is read.
+	{"vanished file", func(c *catSession, sqlite bool) bool {
+		c.vanish = true
 		return !sqlite
 	}},
 	{"id mismatch: duplicate id key", func(c *catSession, sqlite bool) bool {
@@ -494,6 +504,9 @@ func TestDamageCatalogue(t *testing.T) {
 				if err := json.Unmarshal([]byte(sessions[1].header), &damaged); err != nil {
 					damaged.ID = "c"
 				}
+				if sessions[1].vanish {
+					vanishAfterEnumeration(t, "c")
+				}
 				checkCatalogue(t, sessions, form, "", [][]string{nil}, damaged.ID, "")
 			})
 		}
@@ -662,4 +675,32 @@ func checkCatalogueAudit(t *testing.T, src string, dbs, global []string, unreada
 		t.Errorf("%v: damaged session %s has no %s finding: %q", global, damaged, wantCode, in[damaged])
 	}
 	return in
+}
+
+// vanishAfterEnumeration makes the files of session directory dir vanish
+// from every source once a command has enumerated it and before any log
+// is read, and lays them out again before the next command.
+func vanishAfterEnumeration(t *testing.T, dir string) {
+	removed := map[string][]byte{}
+	testSourceEnumerated = func(loc transfer.Location) {
+		filepath.WalkDir(loc.Path, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() && filepath.Base(filepath.Dir(p)) == dir {
+				b, err := os.ReadFile(p)
+				if err != nil {
+					t.Error(err)
+				}
+				removed[p] = b
+				os.Remove(p)
+			}
+			return nil
+		})
+	}
+	testBeforeRun = func() {
+		for p, b := range removed {
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(func() { testSourceEnumerated, testBeforeRun = nil, nil })
 }

@@ -160,7 +160,7 @@ func openImportSource(ctx context.Context, a *app, loc transfer.Location) (dshfo
 	if loc.Kind != transfer.KindDSH {
 		src, err := loc.Open(ctx)
 		if err == nil {
-			sourceEnumerated()
+			sourceEnumerated(loc)
 		}
 		return src, err
 	}

@@ -17,10 +17,17 @@ import (
 // runDsh runs dsh in-process and returns its output and exit status.
 func runDsh(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	if testBeforeRun != nil {
+		testBeforeRun()
+	}
 	var out, errOut bytes.Buffer
 	code = run(context.Background(), args, strings.NewReader(""), &out, &errOut, time.Now)
 	return out.String(), errOut.String(), code
 }
+
+// testBeforeRun, when set, runs before each runDsh (the damage catalogue
+// lays out again what a command removed).
+var testBeforeRun func()
 
 // isolateEnv points every default path into a temp dir and clears the
 // variables dsh reads, so a test sees only what it sets itself.

@@ -86,11 +86,11 @@ func (s *sourceFlags) open(ctx context.Context, a *app) (*corpusReader, error) {
 // the damage catalogue removes a session's file there, the moment a file
 // that vanishes under a running dsh would, which no test can otherwise
 // reach.
-var testSourceEnumerated func()
+var testSourceEnumerated func(loc transfer.Location)
 
-func sourceEnumerated() {
+func sourceEnumerated(loc transfer.Location) {
 	if testSourceEnumerated != nil {
-		testSourceEnumerated()
+		testSourceEnumerated(loc)
 	}
 }
 
@@ -115,7 +115,7 @@ func (s *sourceFlags) openSource(ctx context.Context, a *app) (_ *corpusReader, 
 	if err != nil {
 		return nil, err
 	}
-	sourceEnumerated()
+	sourceEnumerated(loc)
 	defer func() {
 		if err != nil {
 			src.Close()

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dsh-project/dsh/internal/transfer"
 )
 
 // A session file removed after the source was enumerated and before its
@@ -23,7 +25,7 @@ func TestVanishedSessionFile(t *testing.T) {
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
 		writeCatJSONL(t, corpus, sessions)
-		testSourceEnumerated = func() {
+		testSourceEnumerated = func(transfer.Location) {
 			if err := os.Remove(cFile); err != nil {
 				t.Error(err)
 			}

@@ -26,6 +26,12 @@ var (
 	// ErrCorrupt: a stored row before the last committed turn/end cannot be
 	// decoded or breaks seq contiguity (INVALID_LOG).
 	ErrCorrupt = errors.New("corrupt session log")
+	// ErrLogUnreadable: one session's log could not be read where it is
+	// kept — a foreign corpus's file that vanished, changed or stopped
+	// being a regular file after the corpus was enumerated
+	// (STORE_UNAVAILABLE for that session alone: an audit reports it and
+	// goes on).
+	ErrLogUnreadable = errors.New("session log cannot be read")
 	// ErrLeaseHeld: another live process holds the session (NOT_DELIVERED).
 	ErrLeaseHeld = errors.New("session is held by another live process")
 	// ErrLeaseLost: the caller's lease was taken over (it had expired and

@@ -213,7 +213,7 @@ func (a *auditor) rememberCatalog(id string, v *catalogView) *catalogView {
 // opposed to a store that cannot be): the log's own audit reports it.
 func unreadableLog(err error) bool {
 	var invalid *session.ValidationError
-	return errors.Is(err, backend.ErrNotFound) || errors.Is(err, backend.ErrCorrupt) ||
+	return errors.Is(err, backend.ErrNotFound) || errors.Is(err, backend.ErrCorrupt) || errors.Is(err, backend.ErrLogUnreadable) ||
 		errors.As(err, &invalid) || dsherr.CodeOf(err) == dsherr.UnsupportedFormat
 }
 

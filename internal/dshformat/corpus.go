@@ -218,7 +218,8 @@ func (c *Corpus) Audit(ctx context.Context, id string) (*backend.AuditRead, erro
 	case errors.As(err, &fileErr):
 		// A file that vanished or changed after the corpus was opened
 		// concerns its session alone: the audit goes on.
-		return &backend.AuditRead{Header: h, ReadErr: dsherr.Wrap(dsherr.StoreUnavailable, err, "%s", c.name)}, nil
+		return &backend.AuditRead{Header: h, ReadErr: &dsherr.Error{Code: dsherr.StoreUnavailable,
+			Msg: c.name + ": " + err.Error(), Err: fmt.Errorf("%w: %w", backend.ErrLogUnreadable, err)}}, nil
 	default:
 		return nil, dsherr.Wrap(dsherr.StoreUnavailable, err, "read session %q from %s", id, c.name)
 	}

@@ -170,7 +170,7 @@ func TestSessionFileChangedAfterOpen(t *testing.T) {
 			if a.ReadErr == nil || !errors.As(a.ReadErr, &fe) || fe.Path != path || !strings.Contains(a.ReadErr.Error(), path) {
 				t.Fatalf("read error %v, want a FileError naming %s", a.ReadErr, path)
 			}
-			if dsherr.CodeOf(a.ReadErr) != dsherr.StoreUnavailable {
+			if dsherr.CodeOf(a.ReadErr) != dsherr.StoreUnavailable || !errors.Is(a.ReadErr, backend.ErrLogUnreadable) {
 				t.Fatalf("code %s", dsherr.CodeOf(a.ReadErr))
 			}
 			if other, err := c.Audit(context.Background(), "t"); err != nil || other.ReadErr != nil {
