@@ -30,23 +30,6 @@ const ModeExternal Mode = Mode(catalog.ModeExternal)
 // descriptors that are a child's evidence for its parent's back-fill.
 var catalogEventTypes = []string{session.TypeCatalog, session.TypeEndSeed, session.TypeDescriptor}
 
-// CatalogSource is a corpus that keeps each session's catalog indexed, so
-// that a 0.1.7 listing reads no log to learn it. Catalogs returns, of ids,
-// the sessions whose index is exact for their current log, with the entries
-// DSH 0.1.7 would read (or the refusal that makes the session unreadable);
-// ids left out are read from their logs.
-type CatalogSource interface {
-	Catalogs(ctx context.Context, ids []string) (map[string]IndexedCatalog, error)
-}
-
-// IndexedCatalog is one session's catalog as a CatalogSource keeps it.
-type IndexedCatalog struct {
-	Entries []catalog.Entry
-	// Err is the *catalog.Error that makes the session unreadable to DSH
-	// 0.1.7, nil when it reads.
-	Err error
-}
-
 // CatalogListing is a 0.1.7 listing of one parent.
 type CatalogListing struct {
 	// Rows are the rows of DSH's listDescendants walk; in children scope
@@ -73,7 +56,6 @@ type catalogWalk struct {
 	live     map[string]corpus.Live
 	reads    map[string]*catalogRead
 	catalogs map[string]catalogResult
-	indexed  map[string]IndexedCatalog
 	// parents says, for the sessions asked about in a batch, whether some
 	// subagent-origin session names them as parent; a V0–V3 session known
 	// to have none needs no enumeration for its back-fill.
@@ -99,7 +81,7 @@ func (l *Lister) ListCatalog(ctx context.Context, root string, descendants bool)
 		return CatalogListing{}, err
 	}
 	start := time.Now()
-	w := &catalogWalk{l: l, reads: map[string]*catalogRead{}, catalogs: map[string]catalogResult{}, indexed: map[string]IndexedCatalog{}, parents: map[string]bool{}}
+	w := &catalogWalk{l: l, reads: map[string]*catalogRead{}, catalogs: map[string]catalogResult{}, parents: map[string]bool{}}
 	if l.Live != nil {
 		live, err := l.Live.LiveSessions(ctx)
 		if err != nil {
@@ -261,9 +243,6 @@ func (w *catalogWalk) catalogOf(ctx context.Context, id string) ([]catalog.Entry
 }
 
 func (w *catalogWalk) computeCatalog(ctx context.Context, id string) ([]catalog.Entry, error) {
-	if ic, ok := w.indexed[id]; ok {
-		return ic.Entries, ic.Err
-	}
 	r := w.read(ctx, id)
 	if r.err != nil {
 		return nil, r.err
@@ -345,9 +324,9 @@ func (w *catalogWalk) read(ctx context.Context, id string) *catalogRead {
 	return r
 }
 
-// prefetch learns, in as few reads as the corpus allows, the catalogs of
-// the entries about to be walked: from the corpus's catalog index when it
-// keeps one, else their logs in one batch.
+// prefetch reads, in as few reads as the corpus allows, the logs of the
+// entries about to be walked: one batch of their catalog rows (for dsh's
+// store, a range of the catalog index, migration 0008, per log).
 func (w *catalogWalk) prefetch(ctx context.Context, entries []catalog.Entry, visited map[string]bool) error {
 	var ids []string
 	for _, e := range entries {
@@ -357,27 +336,10 @@ func (w *catalogWalk) prefetch(ctx context.Context, entries []catalog.Entry, vis
 		if _, done := w.catalogs[e.ID]; done {
 			continue
 		}
-		if _, done := w.indexed[e.ID]; done {
-			continue
-		}
 		ids = append(ids, e.ID)
 	}
 	if len(ids) == 0 {
 		return nil
-	}
-	if src, ok := w.l.Headers.(CatalogSource); ok {
-		got, err := src.Catalogs(ctx, ids)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ErrCancelled
-			}
-			// The index is derived data: when it cannot be read, the logs are.
-			got = nil
-		}
-		for id, c := range got {
-			w.indexed[id] = c
-		}
-		ids = slices.DeleteFunc(ids, func(id string) bool { _, ok := got[id]; return ok })
 	}
 	if err := w.readMany(ctx, ids); err != nil {
 		return err
