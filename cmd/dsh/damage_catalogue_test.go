@@ -16,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/dsh-project/dsh/internal/pgtest"
 	"github.com/dsh-project/dsh/internal/transfer"
 )
 
@@ -282,12 +283,50 @@ var catKinds = []catKind{
 		c.header = strings.Replace(c.header, `"cwd"`, `"id":"c2","cwd"`, 1)
 		return !sqlite
 	}},
+	// Bytes that are not UTF-8 inside event data read as U+FFFD (as DSH
+	// reads them), with an EVENT_TEXT_REPLACED finding in place and after
+	// import (issue 23 item 12).
+	{catInvalidUTF8, func(c *catSession, sqlite bool) bool {
+		if sqlite {
+			c.rows = map[int]catRow{2: {seq: 2, typ: "session/title", data: "{\"title\":\"t\xff\"}"}}
+			return true
+		}
+		c.lines[2] = "{\"type\":\"session/title\",\"seq\":2,\"time\":3,\"data\":{\"title\":\"t\xff\"}}"
+		return true
+	}},
 	{"descriptor only in the seed", func(c *catSession, _ bool) bool {
 		one := int64(1)
 		c.seed = &one
 		c.header = strings.Replace(c.header, `"origin"`, `"seedLength":1,"origin"`, 1)
 		return true
 	}},
+}
+
+const catInvalidUTF8 = "invalid UTF-8 in event data"
+
+// TestDamageCatalogueTextReplaced holds the catalogue's rule for bytes that
+// are not UTF-8 in event data on both backends, the finding named: the
+// session imports, import says the text was replaced, and diagnose of
+// either database reports EVENT_TEXT_REPLACED at seq 2 as diagnose
+// --source does.
+func TestDamageCatalogueTextReplaced(t *testing.T) {
+	isolateEnv(t)
+	i := slices.IndexFunc(catKinds, func(k catKind) bool { return k.name == catInvalidUTF8 })
+	for _, form := range []string{"jsonl", "jsonl-zstd", "dsh-sqlite"} {
+		t.Run(form, func(t *testing.T) {
+			var pg string
+			if pgtest.Required() {
+				pg = pgtest.NewDatabase(t)
+			}
+			diag := checkCatalogue(t, catCorpus(catKinds[i], form == "dsh-sqlite"), form, pg, [][]string{nil}, "c", "EVENT_TEXT_REPLACED")
+			if !strings.Contains(diag[0]["c"], "EVENT_TEXT_REPLACED/warning@2") {
+				t.Errorf("c: %s, want EVENT_TEXT_REPLACED/warning@2", diag[0]["c"])
+			}
+			if strings.Contains(diag[0]["s"]+diag[0]["g"]+diag[0]["p"], "EVENT_TEXT_REPLACED") {
+				t.Errorf("a clean session reports replaced text: %v", diag[0])
+			}
+		})
+	}
 }
 
 // catCorpus is the logical corpus with c damaged by kind for the form, or

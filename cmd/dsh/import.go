@@ -190,7 +190,15 @@ type importSessionView struct {
 	Damaged         bool          `json:"damaged,omitempty"`
 	Invalid         string        `json:"invalid,omitempty"`
 	InterruptedTurn bool          `json:"interruptedTurn,omitempty"`
-	Checkpoint      bool          `json:"checkpoint"`
+	// TextReplaced: events the source's reader read from text that is not
+	// UTF-8 (replaced with U+FFFD); the store records it with the log.
+	TextReplaced *textReplacedView `json:"textReplaced,omitempty"`
+	Checkpoint   bool              `json:"checkpoint"`
+}
+
+type textReplacedView struct {
+	FirstSeq int64 `json:"firstSeq"`
+	Events   int   `json:"events"`
 }
 
 type importSummaryView struct {
@@ -213,6 +221,9 @@ func newImportSessionView(r transfer.Result) importSessionView {
 	if r.Torn != nil {
 		v.TornTail = &tornTailView{FromSeq: r.Torn.FromSeq, Reason: r.Torn.Reason}
 	}
+	if t := r.TextReplaced; t != nil {
+		v.TextReplaced = &textReplacedView{FirstSeq: t.FirstSeq, Events: t.Events}
+	}
 	return v
 }
 
@@ -234,6 +245,9 @@ func (v importSessionView) detail() string {
 	}
 	if v.InterruptedTurn {
 		notes = append(notes, "interrupted turn kept")
+	}
+	if t := v.TextReplaced; t != nil {
+		notes = append(notes, fmt.Sprintf("%d event(s) from seq %d read from text that is not UTF-8, replaced with U+FFFD (EVENT_TEXT_REPLACED)", t.Events, t.FirstSeq))
 	}
 	return strings.Join(notes, "; ")
 }

@@ -144,6 +144,23 @@ type RefusalReader interface {
 	Refusals(ctx context.Context, fn func(Refusal) error) error
 }
 
+// TextReplacementRecorder is a store that records, beside a log an import
+// stored, which of its events the source's reader read from text that is
+// not UTF-8 (migration 0010).
+type TextReplacementRecorder interface {
+	// RecordTextReplaced records r for session id, or clears the record
+	// when r is nil. Call it only in the write transaction that stored
+	// the log. An unknown id wraps ErrNotFound.
+	RecordTextReplaced(ctx context.Context, id string, r *TextReplaced) error
+}
+
+// TextReplacementReader reads the records of TextReplacementRecorder.
+type TextReplacementReader interface {
+	// TextReplacedOf returns, of ids, the sessions with a record. It
+	// writes nothing, ever.
+	TextReplacedOf(ctx context.Context, ids []string) (map[string]TextReplaced, error)
+}
+
 // Reader is the whole read side: what every corpus offers, a dsh store and
 // a foreign DSH corpus alike.
 type Reader interface {

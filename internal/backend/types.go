@@ -113,6 +113,22 @@ type AuditRead struct {
 	// damage, as stored.
 	Damaged *DamagedLog
 	Prefix  []session.Event
+	// TextReplaced: the log's events were read from text holding bytes
+	// that are not UTF-8, which the reader replaced with U+FFFD (in place,
+	// or by the import that stored them); nil when none.
+	TextReplaced *TextReplaced
+}
+
+// TextReplaced says which events of a log were read from stored text
+// holding bytes that are not UTF-8, each ill-formed sequence replaced with
+// U+FFFD as DSH's own (lenient) decoding does. An event counts when the
+// line or row it was read from held such bytes: every event a packed row
+// expands to counts. Only the events a read keeps count (not a torn tail
+// or the damage after them, kept as found).
+type TextReplaced struct {
+	// FirstSeq is the first such event's seq; Events how many there are.
+	FirstSeq int64
+	Events   int
 }
 
 // ImportResult reports how an imported log reads back.

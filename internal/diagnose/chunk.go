@@ -63,6 +63,10 @@ func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]R
 		return nil, err
 	}
 	read.folds = folds
+	replaced, err := a.recordedReplacements(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
 	var recs []corpus.Record
 	var cands []int
 	for i, it := range part {
@@ -110,6 +114,9 @@ func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]R
 		items, ok := at[log.Header.ID]
 		if !ok {
 			return fmt.Errorf("audit of %q: not requested", log.Header.ID)
+		}
+		if r, ok := replaced[log.Header.ID]; ok && log.TextReplaced == nil {
+			log.TextReplaced = &r
 		}
 		for n, i := range items {
 			r, own, err := a.audit(ctx, part[i], read.res[i], log, read)
@@ -169,6 +176,17 @@ func (a *auditor) recordedFolds(ctx context.Context, ids []string) (map[string][
 		}
 	}
 	return folds, nil
+}
+
+// recordedReplacements reads, when the store records them, which imported
+// logs were read from text that is not UTF-8, in one query (a corpus read
+// in place says so in each AuditRead instead).
+func (a *auditor) recordedReplacements(ctx context.Context, ids []string) (map[string]backend.TextReplaced, error) {
+	v, ok := a.view.(backend.TextReplacementReader)
+	if !ok || len(ids) == 0 {
+		return nil, nil
+	}
+	return v.TextReplacedOf(ctx, ids)
 }
 
 // auditLogs calls fn with the audit read of every id: in a few queries

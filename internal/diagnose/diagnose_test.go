@@ -64,6 +64,11 @@ func TestDefaultAuditReportsEveryCodeWithSeqAndRow(t *testing.T) {
 			CatalogChildMissing, CatalogChildUncataloged, CatalogMismatch, CatalogModeUnknown:
 			// Need parents in DSH's later formats: catalogCorpus
 			// provokes each (TestCatalogCrossCheck).
+		case EventTextReplaced:
+			// Needs a log read from text that is not UTF-8, which
+			// dsh's writers never store: a foreign corpus in place
+			// and the import of one (cmd/dsh's
+			// TestDamageCatalogueTextReplaced, on both backends).
 		default:
 			if !seen[code] {
 				t.Errorf("the corpus provokes no %s", code)

@@ -73,6 +73,9 @@ func (a *auditor) audit(ctx context.Context, it item, res *subagent.Resolution, 
 			l.Holder, l.PID, l.Host, formatMillis(l.ExpiresAt), formatMillis(l.HeartbeatAt))
 	}
 	checkRawLog(s, log, res)
+	if t := log.TextReplaced; t != nil {
+		s.add(EventTextReplaced, seqOf(t.FirstSeq), "%d event(s) from seq %d on were read from text holding bytes that are not UTF-8: each ill-formed sequence reads as U+FFFD, as DSH reads it, and the original bytes are not kept", t.Events, t.FirstSeq)
+	}
 	// The facts of the readable prefix are judged even when the log goes
 	// on to fail: each bad fact is damage of its own.
 	own := judgeCatalog(log.Header, log.Events)

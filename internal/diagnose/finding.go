@@ -147,6 +147,12 @@ const (
 	// (written, or made by the back-fill): DSH 0.1.7 lists it as
 	// unsupported.
 	CatalogModeUnknown Code = "CATALOG_MODE_UNKNOWN"
+	// EventTextReplaced: events of the log were read from text holding
+	// bytes that are not UTF-8 (a JSONL line, a schema-17 TEXT column),
+	// each ill-formed sequence replaced with U+FFFD as DSH's lenient
+	// decoding does; the original bytes are not kept. In place, or as the
+	// import that stored the log recorded it.
+	EventTextReplaced Code = "EVENT_TEXT_REPLACED"
 )
 
 // codeSeverity is each code's fixed severity, in documentation order.
@@ -185,6 +191,7 @@ var codeSeverity = []struct {
 	{CatalogChildUncataloged, Warning},
 	{CatalogMismatch, Warning},
 	{CatalogModeUnknown, Warning},
+	{EventTextReplaced, Warning},
 }
 
 // Codes returns every finding code in documentation order.

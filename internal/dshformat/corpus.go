@@ -205,7 +205,7 @@ func (c *Corpus) Audit(ctx context.Context, id string) (*backend.AuditRead, erro
 		// Reported as a store reports the same log imported (its
 		// damaged_logs row): corruption at the damage's seq.
 		row := &backend.CorruptRowError{ID: id, Seq: s.Damage.Seq(), Reason: s.Damage.Err.Error()}
-		return &backend.AuditRead{Header: h, ReadErr: &dsherr.Error{Code: dsherr.InvalidLog, Msg: row.Error(), Err: row}}, nil
+		return &backend.AuditRead{Header: h, ReadErr: &dsherr.Error{Code: dsherr.InvalidLog, Msg: row.Error(), Err: row}, TextReplaced: s.TextReplaced}, nil
 	case err == nil:
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
@@ -223,7 +223,7 @@ func (c *Corpus) Audit(ctx context.Context, id string) (*backend.AuditRead, erro
 	default:
 		return nil, dsherr.Wrap(dsherr.StoreUnavailable, err, "read session %q from %s", id, c.name)
 	}
-	a := &backend.AuditRead{Header: s.Header}
+	a := &backend.AuditRead{Header: s.Header, TextReplaced: s.TextReplaced}
 	if s.Torn != nil {
 		a.Torn = &backend.TornTail{FromSeq: s.Torn.FromSeq, Reason: s.Torn.Reason, Raw: s.Torn.Raw}
 	}

@@ -10,7 +10,9 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"unicode/utf8"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/boundedfile"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
@@ -128,7 +130,7 @@ func decodePlainLogAsFound(ctx context.Context, path string, text []byte) (*Sess
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{Header: h, Events: sc.events, Location: path}
+	s := &Session{Header: h, Events: sc.events, Location: path, TextReplaced: sc.replaced.r}
 	if sc.committed < len(text) {
 		reason := "unterminated final record"
 		if sc.issue != nil {
@@ -254,7 +256,7 @@ func decodeZstdLogAsFound(ctx context.Context, path string, data []byte) (*Sessi
 		sc.damage = e
 		return sc.damaged(h, text, RawJSONLText), nil
 	}
-	s := &Session{Header: h, Events: sc.events, Location: path}
+	s := &Session{Header: h, Events: sc.events, Location: path, TextReplaced: sc.replaced.r}
 	if scan.tornStart < 0 {
 		return s, nil
 	}
@@ -282,7 +284,7 @@ func decodeZstdLogAsFound(ctx context.Context, path string, data []byte) (*Sessi
 			}
 		}
 	}
-	s.Events = sc.events
+	s.Events, s.TextReplaced = sc.events, sc.replaced.r
 	s.Torn = &Torn{
 		FromSeq:   int64(len(sc.events)),
 		Marker:    int64(scan.tornStart),
@@ -317,6 +319,24 @@ type lineScanner struct {
 	// committed region is damaged (its Offset is where the damaged line
 	// starts in the text).
 	damage *CorruptError
+	// replaced counts the accepted events whose line was not UTF-8.
+	replaced replacedText
+}
+
+// replacedText collects which accepted events were read from text that is
+// not UTF-8 (backend.TextReplaced).
+type replacedText struct{ r *backend.TextReplaced }
+
+// note records that the events from seq first on, n of them, were read
+// from replaced text.
+func (t *replacedText) note(first int64, n int) {
+	if n == 0 {
+		return
+	}
+	if t.r == nil {
+		t.r = &backend.TextReplaced{FirstSeq: first}
+	}
+	t.r.Events += n
 }
 
 // errDamaged stops a scan at damage inside the committed region; the
@@ -327,7 +347,7 @@ var errDamaged = errors.New("damaged committed region")
 // before the damaged line, and the text from that line on as found.
 func (s *lineScanner) damaged(h session.Header, text []byte, enc RawEncoding) *Session {
 	from := min(max(int(s.damage.Offset), 0), len(text))
-	return &Session{Header: h, Events: s.events, Location: s.path, Damage: &Damage{
+	return &Session{Header: h, Events: s.events, Location: s.path, TextReplaced: s.replaced.r, Damage: &Damage{
 		FromSeq: int64(len(s.events)), Err: s.damage, Raw: text[from:], Encoding: enc}}
 }
 
@@ -417,6 +437,11 @@ func (s *lineScanner) accept(line []byte, pos int) error {
 			return errDamaged
 		}
 		s.events = append(s.events, e)
+	}
+	// The line was decoded after Node's lenient UTF-8 decoding (see
+	// decodeRecord): its events say so, not in silence.
+	if !utf8.Valid(line) {
+		s.replaced.note(expected, len(s.events)-int(expected))
 	}
 	s.committed = pos + len(line) + 1
 	return nil

@@ -26,6 +26,7 @@ package dshformat
 import (
 	"context"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -72,6 +73,10 @@ type Session struct {
 	// because stored data inside its committed region cannot be read
 	// (Events is then the valid prefix before the damage, Torn is nil).
 	Damage *Damage
+	// TextReplaced: some of Events were read from text holding bytes that
+	// are not UTF-8, replaced with U+FFFD as DSH's lenient decoding
+	// replaces them; nil when none.
+	TextReplaced *backend.TextReplaced
 }
 
 // RawEncoding says how Damage.Raw holds the stored data.

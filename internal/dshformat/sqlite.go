@@ -400,6 +400,9 @@ type decodedRow struct {
 	events  []session.Event
 	err     error
 	turnEnd bool
+	// replaced: a TEXT column of the row (data, surface_op) was not
+	// UTF-8 and was read with U+FFFD in place of its ill-formed bytes.
+	replaced bool
 }
 
 // decodeRow decodes one physical row: ignorable = 0 marks a packed chunk
@@ -425,7 +428,7 @@ func decodeRow(r physicalRow, budget int) decodedRow {
 		lim := sqliteRowLimits
 		lim.maxBytes = budget
 		events, err := expandRow(kind, r.seq, r.time, text, lim)
-		return decodedRow{events: events, err: err}
+		return decodedRow{events: events, err: err, replaced: !validText(r.data)}
 	}
 	text, err := decodeRowData(r.data, false)
 	if err != nil {
@@ -449,7 +452,16 @@ func decodeRow(r physicalRow, budget int) decodedRow {
 		}
 		e.SurfaceOp = jsjson.Canonical(op, canonical)
 	}
-	return decodedRow{events: []session.Event{e}, turnEnd: r.typ == session.TypeTurnEnd}
+	replaced := !validText(r.data) || (r.surfaceOp.Valid && !utf8.ValidString(r.surfaceOp.String))
+	return decodedRow{events: []session.Event{e}, turnEnd: r.typ == session.TypeTurnEnd, replaced: replaced}
+}
+
+// validText is false for a TEXT data column holding bytes that are not
+// UTF-8, which the reader replaces; a BLOB's text that is not UTF-8 is
+// refused instead (decodeRowData).
+func validText(data any) bool {
+	d, ok := data.(string)
+	return !ok || utf8.ValidString(d)
 }
 
 // decodeRowData returns the JSON text of a data column: TEXT as stored, a
@@ -506,6 +518,8 @@ func (s *sqliteSource) scanRows(id string, rows []physicalRow, sess *Session) er
 		}
 	}
 	var events []session.Event
+	var replaced replacedText
+	defer func() { sess.TextReplaced = replaced.r }()
 	for i, d := range decoded {
 		expected := int64(len(events))
 		problem := d.err
@@ -513,6 +527,9 @@ func (s *sqliteSource) scanRows(id string, rows []physicalRow, sess *Session) er
 			problem = fmt.Errorf("row starts at seq %d, expected %d", d.events[0].Seq, expected)
 		}
 		if problem == nil {
+			if d.replaced {
+				replaced.note(expected, len(d.events))
+			}
 			events = append(events, d.events...)
 			continue
 		}

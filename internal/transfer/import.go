@@ -65,6 +65,10 @@ type Result struct {
 	// Checkpointed: a projection checkpoint was written for the session
 	// (only for logs that read and fold).
 	Checkpointed bool
+	// TextReplaced: the source's reader read some events from text that
+	// is not UTF-8, replacing its ill-formed bytes with U+FFFD; an
+	// imported or appended session's store records it (nil when none).
+	TextReplaced *backend.TextReplaced
 	// refusal is what the store records about an unreadable session.
 	refusal *backend.Refusal
 }
@@ -630,9 +634,9 @@ func sameEvent(a, b session.Event) bool {
 // write imports one session through dst: the batch's transaction (each
 // session in a savepoint of its own), or the store itself in a dry run.
 func (w *importer) write(ctx context.Context, dst Destination, listed session.Header, s *dshformat.Session) (Result, error) {
-	r := Result{ID: s.Header.ID, Location: s.Location, Outcome: Imported, Events: len(s.Events)}
+	r := Result{ID: s.Header.ID, Location: s.Location, Outcome: Imported, Events: len(s.Events), TextReplaced: s.TextReplaced}
 	refuse := func(reason string) Result {
-		r.Outcome, r.Reason, r.Events = Unreadable, reason, 0
+		r.Outcome, r.Reason, r.Events, r.TextReplaced = Unreadable, reason, 0, nil
 		r.refusal = &backend.Refusal{Location: s.Location, ID: listed.ID, Code: backend.RefusedHeader, Reason: reason}
 		return r
 	}
@@ -671,7 +675,11 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 				if r = judgeExisting(stored, s.Header); r.Outcome == Conflict {
 					return r, nil
 				}
-				return w.reimport(ctx, dst, s, true)
+				r, err = w.reimport(ctx, dst, s, true)
+				if r.Outcome == Appended {
+					r.TextReplaced = s.TextReplaced
+				}
+				return r, err
 			} else if !errors.Is(err, backend.ErrNotFound) {
 				return r, err
 			}
@@ -696,8 +704,14 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 			if r = judgeExisting(stored, s.Header); r.Outcome == Conflict {
 				return nil
 			}
-			r, err = w.reimport(ctx, tx, s, false)
-			return err
+			if r, err = w.reimport(ctx, tx, s, false); err != nil || r.Outcome != Appended {
+				return err
+			}
+			// The stored log now is the source's, as read: what its
+			// reader replaced is recorded, and a clean read clears an
+			// earlier record.
+			r.TextReplaced = s.TextReplaced
+			return recordTextReplaced(ctx, tx, s.Header.ID, s.TextReplaced)
 		}
 		if !errors.Is(err, backend.ErrNotFound) {
 			return err
@@ -725,6 +739,11 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 			}
 		}
 		r.Events, r.Torn = res.Events, res.Torn
+		if s.TextReplaced != nil {
+			if err := recordTextReplaced(ctx, tx, s.Header.ID, s.TextReplaced); err != nil {
+				return err
+			}
+		}
 		if s.Damage != nil {
 			return nil
 		}
@@ -738,6 +757,17 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 		return r, fmt.Errorf("import session %q: %w", s.Header.ID, err)
 	}
 	return r, nil
+}
+
+// recordTextReplaced records in the store, in the transaction that stored
+// or appended the log, which events the source's reader read from text
+// that is not UTF-8 (nil clears the record).
+func recordTextReplaced(ctx context.Context, tx backend.Store, id string, t *backend.TextReplaced) error {
+	rec, ok := tx.(backend.TextReplacementRecorder)
+	if !ok {
+		return dsherr.New(dsherr.Internal, "import: store %T cannot record replaced text", tx)
+	}
+	return rec.RecordTextReplaced(ctx, id, t)
 }
 
 // checkpoint notes an interrupted turn in a log that reads back, and writes

@@ -76,6 +76,17 @@ func (s *storeSource) ReadAsFound(ctx context.Context, id string) (*dshformat.Se
 			return nil, err
 		}
 	}
+	// The text the first import's reader replaced stays recorded in the
+	// database the log moves to.
+	if rec, ok := s.st.(backend.TextReplacementReader); ok {
+		replaced, err := rec.TextReplacedOf(ctx, []string{id})
+		if err != nil {
+			return nil, err
+		}
+		if r, ok := replaced[id]; ok {
+			out.TextReplaced = &r
+		}
+	}
 	switch {
 	case a.Damaged != nil:
 		d := a.Damaged
