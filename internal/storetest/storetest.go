@@ -71,6 +71,7 @@ func Run(t *testing.T, target Target) {
 		{"UnstorableTextRefusedAlike", testUnstorableText},
 		{"ImportRefusalsRecorded", testRefusals},
 		{"ColdVerdicts", testColdVerdicts},
+		{"TextReplacedRecorded", testTextReplaced},
 		{"ChildrenOrder", testChildrenOrder},
 		{"HasChildren", testHasChildren},
 		{"StreamEverySession", testStreamSessions},
@@ -672,6 +673,53 @@ func testRefusals(t *testing.T, e *env) {
 // record, and asking writes nothing. A registry fold recorded beside a log
 // is returned as given until the log changes (an append) or the cache is
 // cleared.
+// testTextReplaced: the record of replaced text (migration 0010) is kept
+// per session, read back for the ids asked, cleared by nil, refused for an
+// unknown id, and leaves the log's verification alone.
+func testTextReplaced(t *testing.T, e *env) {
+	rec, ok := e.b.(backend.TextReplacementRecorder)
+	if !ok {
+		t.Fatalf("%T records no replaced text", e.b)
+	}
+	if _, err := e.b.ImportSession(e.ctx, root("a", 1), turn(0, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.b.ImportSession(e.ctx, root("b", 2), turn(0, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	before, err := e.b.Audit(e.ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := backend.TextReplaced{FirstSeq: 1, Events: 2}
+	if err := rec.RecordTextReplaced(e.ctx, "a", &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.RecordTextReplaced(e.ctx, "nobody", &want); !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("record for an unknown id: %v, want ErrNotFound", err)
+	}
+	read := func(b backend.Backend) map[string]backend.TextReplaced {
+		t.Helper()
+		got, err := b.(backend.TextReplacementReader).TextReplacedOf(e.ctx, []string{"a", "b", "nobody"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := read(e.open(true)); len(got) != 1 || got["a"] != want {
+		t.Errorf("read-only TextReplacedOf = %v, want only a: %+v", got, want)
+	}
+	if after, err := e.b.Audit(e.ctx, "a"); err != nil || after.Verified != before.Verified {
+		t.Errorf("recording changed the log's verification: %v -> %+v, %v", before.Verified, after, err)
+	}
+	if err := rec.RecordTextReplaced(e.ctx, "a", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(e.b); len(got) != 0 {
+		t.Errorf("after clearing: %v", got)
+	}
+}
+
 func testColdVerdicts(t *testing.T, e *env) {
 	cv, ok := e.b.(backend.ColdVerdictReader)
 	if !ok {
