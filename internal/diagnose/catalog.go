@@ -164,7 +164,19 @@ func (a *auditor) missingChildren(ctx context.Context, v *catalogView) ([]Report
 		s := &sessionAudit{header: session.Header{ID: id, CreatedAt: j.fact.ChildCreatedAt, ParentSession: &parent}}
 		s.add(CatalogChildMissing, seqOf(j.event.Seq), "the catalog of %s names child %s (fact at seq %d) but no session has that id: DSH 0.1.7+ lists it as unavailable; dsh's seeds and 0.1.0-rc.8 rules do not list it",
 			strconv.Quote(parent), strconv.Quote(id), j.event.Seq)
-		out = append(out, Report{ID: id, ParentID: &parent, CreatedAt: j.fact.ChildCreatedAt, RowKind: RowNotListed, Findings: s.findings})
+		r := Report{ID: id, ParentID: &parent, CreatedAt: j.fact.ChildCreatedAt, RowKind: RowNotListed, Findings: s.findings}
+		if a.opts.Profile.CatalogAuthority() {
+			// DSH 0.1.7 lists it (as unavailable) when it can read
+			// the parent.
+			res, err := a.catalogResolution(ctx, parent, id, false)
+			if err != nil {
+				return nil, err
+			}
+			if res != nil {
+				r.Row, r.RowKind = res.Row, rowKind(res)
+			}
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/subagent"
 )
 
 // laterHeader is a format-V2+ header (unseeded); parent "" for a root.
@@ -189,4 +191,66 @@ func TestCatalogCrossCheckEverySelection(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Under --dsh-compat 0.1.7 a report's row is DSH 0.1.7's (the listing's
+// own rows, from the catalog), while the findings stay those of every
+// profile.
+func TestCatalogProfileRows(t *testing.T) {
+	s := newStore(t)
+	want := catalogCorpus(s)
+	reports, sum, err := s.audit(Options{Profile: dshcompat.V017, Strict: true, Select: Selection{All: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, r := range reports {
+		if g := got(r); g != want[r.ID] {
+			t.Errorf("%s: %q, want %q (the findings of every profile)", r.ID, g, want[r.ID])
+		}
+		row := "null"
+		if r.Row != nil {
+			row = fmt.Sprintf("%s %s %s %s", r.Row.Kind, r.Row.Mode, r.Row.Reason, derefOr(r.Row.Label))
+		}
+		rows[r.ID] = string(r.RowKind) + ": " + strings.Join(strings.Fields(row), " ")
+	}
+	for id, w := range map[string]string{
+		"p4-ok":          "child: child continuable ok",
+		"p4-label":       "child: child continuable cat-label",  // the catalog's label
+		"p4-v0":          "child: child one-shot v0",            // the catalog's mode
+		"p4-unknown":     "unsupported: diagnostic unsupported", // DSH 0.1.7's fifth outcome
+		"p4-missing":     "unavailable: diagnostic unavailable", // cataloged, no session
+		"p4-uncataloged": "notListed: null",                     // not in the catalog
+		"x":              "notListed: null",                     // its parent is unreadable
+		"p3-conflict":    "notListed: null",                     // the back-fill refuses p3
+		"p0-child":       "child: child one-shot",               // the back-filled catalog
+		"p4":             "notListed: null",
+	} {
+		if rows[id] != w {
+			t.Errorf("%s: row %q, want %q", id, rows[id], w)
+		}
+	}
+	if sum.Rows[RowUnsupported] != 1 || sum.Rows[RowUnavailable] != 1 {
+		t.Errorf("rows %v", sum.Rows)
+	}
+	// The rows are the listing's: the same lister, the same snapshot.
+	l := subagent.NewStoreLister(s.st, nil, 1)
+	l.Profile = dshcompat.V017
+	listed, err := l.ListChildren(s.ctx, "p4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range listed {
+		r := byID(reports)[row.ID]
+		if r.Row == nil || r.Row.Kind != row.Kind || r.Row.Mode != row.Mode || r.Row.Reason != row.Reason || derefOr(r.Row.Label) != derefOr(row.Label) || r.Row.HasChildren != row.HasChildren {
+			t.Errorf("%s: report row %+v, listing row %+v", row.ID, r.Row, row)
+		}
+	}
+}
+
+func derefOr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -91,7 +91,22 @@ func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]R
 			}
 		}
 	}
-	if len(recs) > 0 {
+	if a.opts.Profile.CatalogAuthority() {
+		// The rows come from DSH 0.1.7's listing, not from the ladder.
+		for i, it := range part {
+			p := it.header.ParentSession
+			if p == nil || it.unknown {
+				continue
+			}
+			root := *p
+			if placed {
+				root = a.opts.Select.Parent
+			}
+			if read.res[i], err = a.catalogResolution(ctx, root, it.header.ID, placed); err != nil {
+				return nil, err
+			}
+		}
+	} else if len(recs) > 0 {
 		resolved, err := a.lister.ResolveRecords(ctx, recs, placed)
 		if err != nil {
 			return nil, err

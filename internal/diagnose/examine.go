@@ -130,6 +130,8 @@ func rowKind(res *subagent.Resolution) RowKind {
 		return RowChild
 	case res.Row.Reason == subagent.ReasonUnavailable:
 		return RowUnavailable
+	case res.Row.Reason == subagent.ReasonUnsupported:
+		return RowUnsupported
 	}
 	return RowCorrupt
 }
@@ -212,6 +214,10 @@ func unreadableConsequence(res *subagent.Resolution) string {
 		return "; dsh list still shows it from the projection checkpoint"
 	case res.Rung == subagent.RungLive:
 		return "; dsh list shows the live holder's snapshot"
+	case res.Row != nil && res.Row.Kind == subagent.KindDiagnostic:
+		return "; dsh list shows it as " + string(res.Row.Reason)
+	case res.Row != nil:
+		return "; dsh list still shows it, from its parent's catalog"
 	}
 	return "; dsh list shows it as unavailable"
 }

@@ -237,12 +237,17 @@ const (
 	RowUnavailable RowKind = "unavailable"
 	// RowOmitted: a running child still in its creation window.
 	RowOmitted RowKind = "omitted"
-	// RowNotListed: not a subagent-origin child of a parent, so no
-	// listing ever has a row for it.
+	// RowNotListed: no listing of its parent has a row for it (not a
+	// subagent-origin child of a parent; under --dsh-compat 0.1.7, not in
+	// its parent's catalog).
 	RowNotListed RowKind = "notListed"
+	// RowUnsupported: under --dsh-compat 0.1.7, a catalog entry of mode
+	// "unknown" (DSH 0.1.7's fifth outcome).
+	RowUnsupported RowKind = "unsupported"
 )
 
-// RowKinds lists the row kinds in summary order.
+// RowKinds lists the row kinds in summary order (added kinds last: the
+// summary's keys only grow at the end).
 func RowKinds() []RowKind {
-	return []RowKind{RowChild, RowCorrupt, RowUnavailable, RowOmitted, RowNotListed}
+	return []RowKind{RowChild, RowCorrupt, RowUnavailable, RowOmitted, RowNotListed, RowUnsupported}
 }

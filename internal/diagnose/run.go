@@ -153,6 +153,9 @@ type auditor struct {
 	// examined last (parentCatalog), nil where the cross-check does not
 	// apply.
 	catalogs map[string]*catalogView
+	// listed holds the 0.1.7 listing whose rows the reports carry under
+	// --dsh-compat 0.1.7 (catalog_rows.go).
+	listed *listedRows
 }
 
 func newAuditor(ctx context.Context, view Corpus, opts Options, emit func(Report) error) (*auditor, error) {
