@@ -3,12 +3,15 @@ package diagnose
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"path/filepath"
 	"runtime"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/gencorpus"
+	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/scripts/benchfloor/floor"
 )
@@ -107,4 +110,24 @@ func BenchmarkDiagnoseChildrenFloor(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(*benchChildren)*float64(b.N)/b.Elapsed().Seconds(), "sessions/s")
+}
+
+// BenchmarkDiagnoseCatalogChildren audits the -bench.children children of
+// a format-V4 parent, each named by the parent's catalog (the catalog
+// cross-check on every child), under the seeds profile (rows from the
+// ladder) and 0.1.7 (rows from DSH 0.1.7's listing).
+func BenchmarkDiagnoseCatalogChildren(b *testing.B) {
+	s := newStore(b)
+	facts := make([]session.Event, 0, *benchChildren)
+	for i := range *benchChildren {
+		h := s.laterHeader(4, fmt.Sprintf("c%05d", i), "p")
+		s.importLog(h, []session.Event{laterDescriptor(0, "continuable", "task")})
+		facts = append(facts, factOf(int64(i), h, "continuable", "task"))
+	}
+	s.importLog(s.laterHeader(4, "p", ""), facts)
+	for _, profile := range []dshcompat.Profile{dshcompat.Seeds, dshcompat.V017} {
+		b.Run(string(profile), func(b *testing.B) {
+			benchAudit(b, s.st, Options{Profile: profile, Strict: true, Select: Selection{Parent: "p", HasParent: true}})
+		})
+	}
 }
