@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -107,6 +108,9 @@ type sourceCorpus struct {
 // too, and so are its record files that are not used (a cache is never a
 // verdict): the source is then read without them.
 func (s *sourceFlags) openSource(ctx context.Context, a *app) (_ *corpusReader, err error) {
+	if err := checkSourceKind(s.spec); err != nil {
+		return nil, err
+	}
 	loc, err := transfer.ParseLocation(s.spec)
 	if err != nil {
 		return nil, err
@@ -174,6 +178,23 @@ func (s *sourceFlags) openSource(ctx context.Context, a *app) (_ *corpusReader, 
 			return nil
 		},
 	}, nil
+}
+
+// checkSourceKind refuses a --source whose kind the read commands do not
+// read in place, saying what does: import reads another dsh database
+// (dsh:), but a read command reads one with --db.
+func checkSourceKind(spec string) error {
+	kind, path, ok := strings.Cut(spec, ":")
+	switch transfer.Kind(kind) {
+	case transfer.KindJSONL, transfer.KindDSHSQLite, transfer.KindDSHHome:
+		return nil
+	case transfer.KindDSH:
+		return dsherr.New(dsherr.Usage, "--source %s: a dsh database is not read as a source; read it with --db %s", spec, path)
+	}
+	if !ok {
+		return dsherr.New(dsherr.Usage, "--source %q: want jsonl:PATH, dsh-sqlite:PATH or dsh-home:[PATH]", spec)
+	}
+	return dsherr.New(dsherr.Usage, "--source %q: unknown kind %q (want jsonl, dsh-sqlite or dsh-home)", spec, kind)
 }
 
 // done closes the corpus and keeps the first error.

@@ -26,7 +26,10 @@ import (
 // DSH's opt-in SQLite persistence, schema 17 (storage-formats §3).
 const (
 	dshApplicationID = 1146308688 // "DSHP"
-	dshSchemaVersion = 17
+	// dshDatabaseApplicationID marks a dsh database ("DSH1",
+	// sqlitepersist.ApplicationID): read with --db, not as DSH's store.
+	dshDatabaseApplicationID = 0x44534831
+	dshSchemaVersion         = 17
 )
 
 // dshSchema is the sql of each schema object with whitespace runs
@@ -102,6 +105,9 @@ func (s *sqliteSource) checkStore(ctx context.Context) error {
 	}
 	notDSH := func(format string, args ...any) error {
 		return corruptAt(s.path, "", "not a DSH session store: "+fmt.Sprintf(format, args...), nil)
+	}
+	if appID == dshDatabaseApplicationID {
+		return notDSH("it is a dsh database; read it with --db %s (or copy it with dsh import dsh:%s)", s.path, s.path)
 	}
 	if appID != dshApplicationID {
 		return notDSH("application id %d, expected %d", appID, dshApplicationID)

@@ -17,6 +17,10 @@ import (
 // for its own.
 const ApplicationID = 0x44534831
 
+// dshStoreApplicationID marks DSH's own schema-17 session store ("DSHP"),
+// which dsh reads as a source (dshformat), never as its database.
+const dshStoreApplicationID = 0x44534850
+
 type migration = migrations.Migration
 
 // loadMigrations reads the embedded migration files (migrations.Load).
@@ -84,6 +88,9 @@ func readIdentityIn(ctx context.Context, q Querier) (fileIdentity, error) {
 // or one migrated by a newer dsh.
 func (id fileIdentity) check(path string, latest int) error {
 	switch {
+	case id.applicationID == dshStoreApplicationID:
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrForeignDatabase,
+			Msg: fmt.Sprintf("%s is DSH's session store, not a dsh database: read it in place with --source dsh-sqlite:%s or copy it in with dsh import dsh-sqlite:%s", path, path, path)}
 	case id.applicationID != 0 && id.applicationID != ApplicationID:
 		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrForeignDatabase,
 			Msg: fmt.Sprintf("%s is not a dsh database (application_id %#x)", path, id.applicationID)}
