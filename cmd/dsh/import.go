@@ -17,6 +17,7 @@ import (
 
 type importOptions struct {
 	dryRun   bool
+	strict   bool
 	progress progressMode
 }
 
@@ -78,6 +79,7 @@ Output formats:
 	}
 	f := cmd.Flags()
 	f.BoolVar(&opts.dryRun, "dry-run", false, "read and judge every session, write nothing")
+	f.BoolVar(&opts.strict, "strict", false, "fail with NOT_FOUND (exit 2) when the source holds no session (default: a warning)")
 	f.BoolVar(&opts.progress.force, "progress", false, "draw a progress bar on stderr even when it is not a terminal")
 	f.BoolVar(&opts.progress.quiet, "quiet", false, "no progress bar, and no summary line unless something failed")
 	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL)
@@ -142,6 +144,14 @@ func runImport(ctx context.Context, a *app, p *render.Printer, loc transfer.Loca
 	}
 	if err := out.close(sum); err != nil {
 		return err
+	}
+	if sum.Imported+sum.Appended+sum.Skipped+sum.Conflicts+sum.Unreadable == 0 {
+		// An empty directory or a mistyped path is not a clean corpus.
+		msg := emptySource(loc) + "; nothing imported"
+		if opts.strict {
+			return dsherr.New(dsherr.NotFound, "%s", msg)
+		}
+		a.warn(msg)
 	}
 	line := importSummaryLine(sum)
 	if sum.Failed() {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
@@ -17,8 +19,15 @@ type listOptions struct {
 	scope           string
 	coldConcurrency int
 	strict          bool
-	expect          listExpectations
-	filter          listFilter
+	// allowMissingParent lets the --expect checks judge DSH's empty
+	// answer for a parent that does not exist instead of failing.
+	allowMissingParent bool
+	// unknownParent is the lookup error when the parent has no session;
+	// emptySource says the --source holds none at all (already reported).
+	unknownParent error
+	emptySource   bool
+	expect        listExpectations
+	filter        listFilter
 	// profile is whose listing rules apply (--dsh-compat).
 	profile dshcompat.Profile
 }
@@ -72,13 +81,18 @@ format 0-3 gets, in memory, the catalog DSH's V3->V4 migration would give
 it. The parent must exist (NOT_FOUND otherwise) and be readable to DSH 0.1.7
 (INVALID_LOG otherwise). See docs/dsh-compatibility.md.
 
-An unknown parent lists as empty, as in DSH; --strict makes it an error.
+An unknown parent lists as empty, as in DSH, with a warning on stderr;
+--strict makes it an error. An --expect, --expect-count or
+--expect-no-diagnostics check on an unknown parent fails (NOT_FOUND), so a
+mistyped id cannot pass CI; --allow-missing-parent checks DSH's empty
+answer instead. A --source that holds no session is a warning too (an
+error with --strict).
 Read-only: the database is never written, and the output is printed only
 once the whole listing has been read.
 
 ` + exitStatusHelp(
 			exitLine{exitFound, "an --expect, --expect-count or --expect-no-diagnostics assertion failed"},
-			exitLine{exitUsage, "with --strict or --dsh-compat 0.1.7: the parent session does not exist (NOT_FOUND)"},
+			exitLine{exitUsage, "with --strict, --dsh-compat 0.1.7 or an --expect check: the parent session does not exist (NOT_FOUND)"},
 			exitLine{exitStore, "with --dsh-compat 0.1.7: DSH 0.1.7 cannot read the parent (INVALID_LOG)"},
 		),
 		Example: `  dsh list --parent 11111111-1111-4111-8111-111111111111
@@ -91,7 +105,8 @@ once the whole listing has been read.
 	cmd.Flags().StringVar(&opts.parent, "parent", "", "the session whose subagent children to list (required)")
 	cmd.Flags().StringVar(&opts.scope, "scope", string(render.ScopeChildren), "children (direct children) or descendants (the whole tree below the parent)")
 	cmd.Flags().IntVar(&opts.coldConcurrency, "cold-concurrency", 0, "how many child logs to read at once (default: config coldConcurrency, 4)")
-	cmd.Flags().BoolVar(&opts.strict, "strict", false, "fail with NOT_FOUND (exit 2) when the parent session does not exist")
+	cmd.Flags().BoolVar(&opts.strict, "strict", false, "fail with NOT_FOUND (exit 2) when the parent session does not exist, or a --source holds no session")
+	cmd.Flags().BoolVar(&opts.allowMissingParent, "allow-missing-parent", false, "let the --expect checks judge DSH's empty answer when the parent does not exist (default: NOT_FOUND, exit 2)")
 	opts.expect.addFlags(cmd)
 	opts.filter.addFlags(cmd)
 	src := addSourceFlags(cmd)
@@ -105,6 +120,9 @@ once the whole listing has been read.
 		}
 		if !cmd.Flags().Changed("parent") {
 			return dsherr.New(dsherr.Usage, "dsh list: --parent is required")
+		}
+		if opts.allowMissingParent && !opts.expect.given() {
+			return dsherr.New(dsherr.Usage, "--allow-missing-parent needs an --expect, --expect-count or --expect-no-diagnostics check")
 		}
 		if err := checkSessionID("--parent", opts.parent); err != nil {
 			return err
@@ -145,16 +163,20 @@ once the whole listing has been read.
 
 // runList is `dsh list` over the database or --source.
 func runList(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, opts listOptions, scope render.Scope) (err error) {
+	src.strict = opts.strict
 	r, err := src.open(ctx, a)
 	if err != nil {
 		return err
 	}
 	defer r.done(&err)
-	if opts.strict {
-		if _, err := r.corpus.Header(ctx, opts.parent); err != nil {
-			return r.lookupError(opts.parent, err)
-		}
+	_, herr := r.corpus.Header(ctx, opts.parent)
+	if herr != nil && opts.strict {
+		return r.lookupError(opts.parent, herr)
 	}
+	if errors.Is(herr, backend.ErrNotFound) {
+		opts.unknownParent = r.lookupError(opts.parent, herr)
+	}
+	opts.emptySource = r.empty
 	l := r.lister(opts.coldConcurrency)
 	l.Profile = opts.profile
 	return printListing(ctx, a, p, l, r.corpus, opts, scope)
@@ -186,6 +208,18 @@ func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Li
 	}
 	if err != nil {
 		return err
+	}
+	// DSH lists an unknown parent as empty. A parent with no session but
+	// with children (a source holding only them) is known by them; one
+	// with neither is most likely mistyped: a check on it fails unless
+	// DSH's empty answer is asked for, and a listing says so.
+	unknown := opts.unknownParent != nil && len(rows) == 0
+	if unknown && opts.expect.given() && !opts.allowMissingParent {
+		return &dsherr.Error{Code: dsherr.NotFound, Err: opts.unknownParent, Msg: opts.unknownParent.Error() +
+			": an --expect check needs a parent that exists (--allow-missing-parent checks DSH's empty answer)"}
+	}
+	if unknown && !opts.emptySource {
+		defer a.warn(opts.unknownParent.Error() + ": listed as empty, as DSH does (--strict makes it an error)")
 	}
 	all := rows
 	rows = opts.filter.apply(rows)

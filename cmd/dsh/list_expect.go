@@ -64,6 +64,9 @@ func (e *listExpectations) prepare(cmd *cobra.Command) error {
 	return nil
 }
 
+// given reports whether any check was asked for.
+func (e *listExpectations) given() bool { return e.want != nil || e.countGiven || e.noDiagnostics }
+
 // maxExpectBytes bounds a golden listing: a million rows of a typical size.
 const maxExpectBytes = 256 << 20
 

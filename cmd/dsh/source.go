@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,6 +28,9 @@ type sourceFlags struct {
 	cmd   *cobra.Command
 	spec  string
 	cache string
+	// strict makes a source that holds no session an error (list
+	// --strict), not a warning.
+	strict bool
 }
 
 func addSourceFlags(cmd *cobra.Command) *sourceFlags {
@@ -52,6 +57,8 @@ type corpusReader struct {
 	corpus readCorpus
 	// where names a --source in messages; "" for the database.
 	where string
+	// empty says the source holds no session (already reported).
+	empty bool
 	// lister builds the listing over the corpus: for the database with its
 	// checkpoint cache and one snapshot, for a source with DSH's cache file.
 	lister func(coldConcurrency int) *subagent.Lister
@@ -129,8 +136,23 @@ func (s *sourceFlags) openSource(ctx context.Context, a *app) (_ *corpusReader, 
 	if err != nil {
 		return nil, transfer.SourceError(loc.String(), err)
 	}
-	if problems := src.Problems(); len(problems) > 0 {
+	problems := src.Problems()
+	if len(problems) > 0 {
 		a.warn(fmt.Sprintf("%s: %d session file(s) skipped, first: %v", loc, len(problems), problems[0].Err))
+	}
+	n, err := c.CountSessions(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	empty := n == 0 && len(problems) == 0
+	if empty {
+		// DSH would list such a corpus as empty; a mistyped path must
+		// not pass for a clean one in silence.
+		msg := emptySource(loc)
+		if s.strict {
+			return nil, dsherr.New(dsherr.NotFound, "%s", msg)
+		}
+		a.warn(msg)
 	}
 	sc := sourceCorpus{Corpus: c, MemoryRecords: checkpoint.NewMemoryRecords()}
 	what := "--source-cache"
@@ -170,6 +192,7 @@ func (s *sourceFlags) openSource(ctx context.Context, a *app) (_ *corpusReader, 
 	return &corpusReader{
 		corpus: sc,
 		where:  loc.String(),
+		empty:  empty,
 		lister: func(n int) *subagent.Lister { return subagent.NewCorpusLister(c, file, n) },
 		close: func() error {
 			if err := src.Close(); err != nil {
@@ -178,6 +201,21 @@ func (s *sourceFlags) openSource(ctx context.Context, a *app) (_ *corpusReader, 
 			return nil
 		},
 	}, nil
+}
+
+// emptySource says that loc holds no session, and for a dsh-home: source
+// that the folder is not a DSH home at all when it has neither of a home's
+// trees (sessions/, storages/): the usual mistake is the path.
+func emptySource(loc transfer.Location) string {
+	if loc.Kind == transfer.KindDSHHome && !isDir(filepath.Join(loc.Path, "sessions")) && !isDir(filepath.Join(loc.Path, "storages")) {
+		return fmt.Sprintf("%s is not a DSH home (no sessions/ or storages/ in it) and holds no session", loc)
+	}
+	return fmt.Sprintf("%s holds no session", loc)
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // checkSourceKind refuses a --source whose kind the read commands do not
