@@ -8,6 +8,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/catalog"
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -179,6 +180,66 @@ func (a *auditor) missingChildren(ctx context.Context, v *catalogView) ([]Report
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// reportParentFacts reports, for a parent the audit does not examine, what
+// is wrong with its own catalog facts (malformed, of an unsupported
+// version, naming a child twice): each makes DSH 0.1.7+ unable to read the
+// parent and list any of its children. The report, like a missing child's,
+// carries only those findings, and the row a listing of the parent's own
+// parent shows for it; a parent with no such damage gets no report.
+func (a *auditor) reportParentFacts(ctx context.Context, parent string) error {
+	h, err := a.parentHeader(ctx, parent)
+	if err != nil || h == nil {
+		return err
+	}
+	header := *h
+	v, err := a.parentCatalog(ctx, parent)
+	if err != nil || v == nil {
+		return err
+	}
+	s := &sessionAudit{header: header}
+	checkCatalogFacts(s, v)
+	if len(s.findings) == 0 {
+		return nil
+	}
+	sortFindings(s.findings)
+	r := Report{ID: header.ID, ParentID: header.ParentSession, CreatedAt: header.CreatedAt, RowKind: RowNotListed, Findings: s.findings}
+	res, err := a.rowOf(ctx, header)
+	if err != nil {
+		return err
+	}
+	if res != nil {
+		r.Row, r.RowKind = res.Row, rowKind(res)
+	}
+	return a.record(ctx, r)
+}
+
+// rowOf resolves the row `dsh list --parent <h's parent>` shows for h, nil
+// when h is no listing candidate.
+func (a *auditor) rowOf(ctx context.Context, h session.Header) (*subagent.Resolution, error) {
+	p := h.ParentSession
+	if p == nil {
+		return nil, nil
+	}
+	if a.opts.Profile.CatalogAuthority() {
+		return a.catalogResolution(ctx, *p, h.ID, false)
+	}
+	recs, err := a.corpus.Children(ctx, *p)
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range recs {
+		if rec.Header.ID != h.ID {
+			continue
+		}
+		resolved, err := a.lister.ResolveRecords(ctx, []corpus.Record{rec}, false)
+		if err != nil || len(resolved) == 0 {
+			return nil, err
+		}
+		return &resolved[0], nil
+	}
+	return nil, nil
 }
 
 // parentCatalog is the catalog of parent as the cross-check of its children

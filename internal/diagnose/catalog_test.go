@@ -165,7 +165,8 @@ func TestCatalogCrossCheck(t *testing.T) {
 // The cross-check of a child is the same however the child is selected:
 // by the default audit (subagent sessions), by its parent, by its id. A
 // parent not examined itself still has its missing children reported when
-// its children are examined.
+// its children are examined, and its own catalog damage (which makes DSH
+// 0.1.7+ list none of them) before them.
 func TestCatalogCrossCheckEverySelection(t *testing.T) {
 	s := newStore(t)
 	want := catalogCorpus(s)
@@ -173,9 +174,11 @@ func TestCatalogCrossCheckEverySelection(t *testing.T) {
 		sel  Selection
 		want []string
 	}{
-		{Selection{}, []string{"p0-child", "p3-conflict", "p3-fine", "p3-twice", "p4-ok", "p4-created", "p4-label", "p4-unknown", "p4-uncataloged", "p4-v0", "x"}},
+		{Selection{}, []string{"p0-child", "p3-conflict", "p3-fine", "p3-twice", "p4-ok", "p4-created", "p4-label", "p4-unknown", "p4-uncataloged", "p4-v0", "p4-missing", "p4-bad", "x"}},
 		{Selection{Parent: "p4", HasParent: true}, []string{"p4-ok", "p4-created", "p4-label", "p4-unknown", "p4-uncataloged", "p4-v0", "p4-missing"}},
 		{Selection{Parent: "p3", HasParent: true, Scope: ScopeDescendants}, []string{"p3-conflict", "p3-twice", "p3-fine"}},
+		{Selection{Parent: "p4-bad", HasParent: true}, []string{"p4-bad", "x"}},
+		{Selection{Parent: "p4-bad", HasParent: true, Scope: ScopeDescendants}, []string{"p4-bad", "x"}},
 		{Selection{IDs: []string{"p4-created", "p4-uncataloged", "p3-conflict", "p4-bad", "p4"}}, []string{"p4-bad", "p4", "p4-missing", "p3-conflict", "p4-created", "p4-uncataloged"}},
 	} {
 		reports, _, err := s.audit(Options{Strict: true, Select: c.sel})
@@ -189,6 +192,10 @@ func TestCatalogCrossCheckEverySelection(t *testing.T) {
 			if g := got(r); g != want[r.ID] {
 				t.Errorf("%+v: %s: %q, want %q", c.sel, r.ID, g, want[r.ID])
 			}
+		}
+		// The unreadable catalog comes before the children it hides.
+		if bad, x := slices.IndexFunc(reports, func(r Report) bool { return r.ID == "p4-bad" }), slices.IndexFunc(reports, func(r Report) bool { return r.ID == "x" }); x >= 0 && bad > x {
+			t.Errorf("%+v: p4-bad reported at %d, after its child x at %d", c.sel, bad, x)
 		}
 	}
 }

@@ -303,8 +303,36 @@ func (a *auditor) runStore(ctx context.Context, subagentOnly bool) error {
 		return err
 	}
 	return a.view.EachParent(ctx, subagentOnly, func(parent string) error {
-		return a.runGroup(ctx, parent, subagentOnly)
+		if !subagentOnly {
+			return a.runGroup(ctx, parent, subagentOnly)
+		}
+		// A parent that is not itself a subagent is not examined here,
+		// yet its catalog decides whether DSH 0.1.7+ lists these
+		// children at all: its catalog damage is reported before them,
+		// its cataloged children without a session after them.
+		examined, err := a.examinedInStore(ctx, parent)
+		if err != nil || examined {
+			if err != nil {
+				return err
+			}
+			return a.runGroup(ctx, parent, subagentOnly)
+		}
+		if err := a.reportParentFacts(ctx, parent); err != nil {
+			return err
+		}
+		if err := a.runGroup(ctx, parent, subagentOnly); err != nil {
+			return err
+		}
+		return a.reportMissing(ctx, parent)
 	})
+}
+
+// examinedInStore reports whether the audit of every subagent-origin
+// session examines parent itself (a subagent, stored or live); an unknown
+// parent is not examined.
+func (a *auditor) examinedInStore(ctx context.Context, parent string) (bool, error) {
+	h, err := a.parentHeader(ctx, parent)
+	return h != nil && h.IsSubagent(), err
 }
 
 // runRoots examines the sessions without a parent. They are never listing
@@ -397,6 +425,15 @@ func (a *auditor) runParent(ctx context.Context, parent string, scope Scope) err
 		items = append(items, item{header: recs[i].Header, rec: &recs[i]})
 	}
 	a.start(len(items))
+	// The parent is not examined, but its own catalog decides whether
+	// DSH 0.1.7+ lists any of these children: its damage is reported
+	// first (every parent below it is examined, and its audit reports
+	// its own).
+	if known {
+		if err := a.reportParentFacts(ctx, parent); err != nil {
+			return err
+		}
+	}
 	if err := a.examineAll(ctx, items, scope == ScopeDescendants); err != nil {
 		return err
 	}
