@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -713,7 +714,46 @@ func checkCatalogueAudit(t *testing.T, src string, dbs, global []string, unreada
 	case wantCode != "" && !strings.Contains(in[damaged], wantCode+"/"):
 		t.Errorf("%v: damaged session %s has no %s finding: %q", global, damaged, wantCode, in[damaged])
 	}
+	if strings.HasPrefix(wantCode, "CATALOG_") {
+		checkCatalogueScopes(t, src, dbs, global, damaged, wantCode)
+	}
 	return in
+}
+
+// checkCatalogueScopes checks that catalog damage is reported by the
+// audits that do not examine every session: the default one (subagent
+// sessions) and --parent p in both scopes. A parent's unreadable catalog
+// hides all its children from DSH 0.1.7+, so none of these may audit
+// clean, in place or after import.
+func checkCatalogueScopes(t *testing.T, src string, dbs, global []string, damaged, wantCode string) {
+	t.Helper()
+	for _, sel := range [][]string{nil, {"--parent", "p"}, {"--parent", "p", "--scope", "descendants"}} {
+		diagnose := func(where ...string) (map[string]string, int) {
+			args := append(append(append(where, global...), "diagnose", "-o", "json", "--quiet"), sel...)
+			out, errOut, code := runDsh(t, args...)
+			var d catDiagnosis
+			if err := json.Unmarshal([]byte(out), &d); err != nil {
+				t.Fatalf("%v (exit %d): %v\n%s%s", args, code, err, out, errOut)
+			}
+			return d.bySession(), code
+		}
+		in, codeIn := diagnose("--source", src)
+		if !strings.Contains(in[damaged], wantCode+"/") {
+			t.Errorf("%v diagnose %v: damaged session %s has no %s finding: %q", global, sel, damaged, wantCode, in)
+		}
+		// An error-level catalog finding fails the run (so does any
+		// other error finding, such as rc.8's unread descriptors).
+		anyError := slices.ContainsFunc(slices.Collect(maps.Values(in)), func(s string) bool { return strings.Contains(s, "/error@") })
+		if wantExit := map[bool]int{false: 0, true: 1}[anyError]; codeIn != wantExit {
+			t.Errorf("%v diagnose %v: exit %d, want %d: %q", global, sel, codeIn, wantExit, in)
+		}
+		for _, db := range dbs {
+			after, codeAfter := diagnose("--db", db)
+			if !maps.Equal(in, after) || codeIn != codeAfter {
+				t.Errorf("%v diagnose %v: in place (exit %d) %q\nafter import (exit %d) %q", global, sel, codeIn, in, codeAfter, after)
+			}
+		}
+	}
 }
 
 // vanishAfterEnumeration makes the files of session directory dir vanish
