@@ -1,8 +1,11 @@
 // Package storetest is the conformance suite of the backend contract
 // (package backend). Run checks one backend against what the contract's doc
 // comments promise: header round trips keep absent fields absent, a stale
-// writer is refused, a torn tail is cut by reads and repaired once by Load,
-// children enumerate in DSH's order, hasChildren answers from headers,
+// writer is refused, a torn tail is cut by reads and repaired once by Load
+// (a stored row at the cut included), children enumerate in DSH's order
+// (ties in id order from the store itself), hasChildren answers from
+// headers (in the one-query listings too, whose rows equal the listing's
+// without them),
 // exactly one of many goroutines and processes gets a lease, leases expire
 // by the backend's clock, checkpoint records are kept whole and judged by
 // their witness, read-only opens write nothing, and a cancelled context
@@ -21,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -74,6 +78,9 @@ func Run(t *testing.T, target Target) {
 		{"TextReplacedRecorded", testTextReplaced},
 		{"ChildrenOrder", testChildrenOrder},
 		{"HasChildren", testHasChildren},
+		{"ListingsHasChildren", testListingsHasChildren},
+		{"ChildListingTieOrder", testChildListingTieOrder},
+		{"TornCutAtStoredRow", testTornCutAtRow},
 		{"StreamEverySession", testStreamSessions},
 		{"LeaseGoroutineRace", testLeaseGoroutines},
 		{"LeaseProcessRace", testLeaseProcesses},
@@ -861,6 +868,204 @@ func testHasChildren(t *testing.T, e *env) {
 	got, err := e.b.SubagentParents(e.ctx, []string{"p", "q", "c", "o", "unknown"})
 	if err != nil || !reflect.DeepEqual(got, map[string]bool{"p": true}) {
 		t.Errorf("SubagentParents = %v, %v; want only p", got, err)
+	}
+}
+
+// The one-query listings (the optional ChildListing, ChildListingCold and
+// SubtreeListing) answer hasChildren as HasSubagentChild does: only a
+// subagent-origin child counts, so a child whose only child is an ordinary
+// fork has none. The listing with the checkpoint cache (which takes the
+// one-query path) gives the rows the listing without it gives.
+func testListingsHasChildren(t *testing.T, e *env) {
+	// Every subagent child has a descriptor, so that each lists as a child
+	// row (which is the row that shows hasChildren).
+	desc := []session.Event{{Type: session.TypeDescriptor, Seq: 0, Time: 3, Data: json.RawMessage(`{"version":2,"mode":"continuable","provider":"spawn","label":"w"}`)}}
+	e.create(root("p", 1), nil)
+	e.create(child("forked", "p", 2), desc)
+	e.create(child("delegating", "p", 3), desc)
+	e.create(child("leaf", "p", 4), desc)
+	fork := root("fork", 5)
+	fork.ParentSession, fork.SeedLength = ptr("forked"), ptr(int64(0))
+	e.create(fork, nil)
+	e.create(child("grandchild", "delegating", 6), desc)
+	want := map[string]bool{}
+	for _, id := range []string{"forked", "delegating", "leaf", "fork", "grandchild"} {
+		has, err := e.b.HasSubagentChild(e.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[id] = has
+	}
+	if !want["delegating"] || want["forked"] || want["leaf"] {
+		t.Fatalf("HasSubagentChild = %v; want only delegating", want)
+	}
+	check := func(what string, ids []string) func(backend.ListedChild) error {
+		return func(c backend.ListedChild) error {
+			if c.HasChildren != want[c.Header.ID] {
+				t.Errorf("%s: %s hasChildren %v, HasSubagentChild %v", what, c.Header.ID, c.HasChildren, want[c.Header.ID])
+			}
+			return nil
+		}
+	}
+	if src, ok := e.b.(subagent.ChildListingSource); ok {
+		if err := src.ChildListing(e.ctx, "p", check("ChildListing", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if src, ok := e.b.(subagent.ColdChildListingSource); ok {
+		if err := src.ChildListingCold(e.ctx, "p", []string{session.TypeDescriptor}, "", check("ChildListingCold", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if src, ok := e.b.(subagent.SubtreeListingSource); ok {
+		if err := src.SubtreeListing(e.ctx, "p", check("SubtreeListing", nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, ok := e.b.(subagent.ListingStore)
+	if !ok {
+		return
+	}
+	cached := subagent.NewStoreLister(st, e.b, 0)
+	uncached := subagent.NewStoreLister(st, e.b, 0)
+	uncached.Cache = nil
+	for _, scope := range []string{"children", "descendants"} {
+		list := func(l *subagent.Lister) []subagent.Row {
+			t.Helper()
+			var (
+				rows []subagent.Row
+				err  error
+			)
+			if scope == "descendants" {
+				rows, err = l.ListDescendants(e.ctx, "p")
+			} else {
+				rows, err = l.ListChildren(e.ctx, "p")
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", scope, err)
+			}
+			return rows
+		}
+		got, slow := list(cached), list(uncached)
+		if !reflect.DeepEqual(got, slow) {
+			t.Errorf("%s with the cache = %+v\nwithout it %+v", scope, got, slow)
+		}
+		if len(got) == 0 || !slices.ContainsFunc(got, func(r subagent.Row) bool { return r.HasChildren }) {
+			t.Errorf("%s = %+v; want delegating's row with hasChildren", scope, got)
+		}
+		for _, r := range got {
+			if r.HasChildren != want[r.ID] {
+				t.Errorf("%s: row %s hasChildren %v, want %v", scope, r.ID, r.HasChildren, want[r.ID])
+			}
+		}
+	}
+}
+
+// ChildrenOf and the one-query child listings give ties in createdAt in id
+// order themselves (the caller's localeCompare re-sort must not be what
+// hides a missing tie-break): see ChildTieOrder.
+func testChildListingTieOrder(t *testing.T, e *env) {
+	ChildTieOrder(e.ctx, t, e.b)
+}
+
+// ChildTieOrder creates, in the empty store b, a parent whose subagent
+// children share a createdAt, created in reverse id order so that neither
+// insertion order nor an index that happens to hold id gives the order for
+// free, and checks that ChildrenOf and the one-query child listings return
+// them in (createdAt, id) order themselves. A server backend runs it again
+// with its planner steered away from its index (pgstore's
+// TestChildTieOrderOnEveryPlan): the order must hold on every plan.
+func ChildTieOrder(ctx context.Context, t *testing.T, b backend.Backend) {
+	t.Helper()
+	create := func(h session.Header) {
+		t.Helper()
+		if err := b.CreateSession(ctx, h, nil); err != nil {
+			t.Fatalf("create %s: %v", h.ID, err)
+		}
+	}
+	create(root("p", 1))
+	var want []string
+	for i := 40; i >= 0; i-- {
+		id := fmt.Sprintf("c%02d", i)
+		create(child(id, "p", 50))
+		want = append([]string{id}, want...)
+	}
+	create(child("zz-early", "p", 10))
+	create(child("aa-late", "p", 90))
+	want = append(append([]string{"zz-early"}, want...), "aa-late")
+	var got []string
+	if err := b.ChildrenOf(ctx, "p", func(h session.Header) error { got = append(got, h.ID); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ChildrenOf order = %q\nwant (createdAt, id) %q", got, want)
+	}
+	listed := func(what string, each func(fn func(backend.ListedChild) error) error) {
+		t.Helper()
+		var got []string
+		if err := each(func(c backend.ListedChild) error { got = append(got, c.Header.ID); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s order = %q\nwant (createdAt, id) %q", what, got, want)
+		}
+	}
+	if src, ok := b.(subagent.ChildListingSource); ok {
+		listed("ChildListing", func(fn func(backend.ListedChild) error) error { return src.ChildListing(ctx, "p", fn) })
+	}
+	if src, ok := b.(subagent.ColdChildListingSource); ok {
+		listed("ChildListingCold", func(fn func(backend.ListedChild) error) error {
+			return src.ChildListingCold(ctx, "p", []string{session.TypeDescriptor}, "", fn)
+		})
+	}
+}
+
+// A torn tail whose cut is a stored row (here a row whose seq breaks
+// contiguity, which the store's own read finds) is removed whole by the
+// repairing Load, that row included: the repaired log is the committed
+// prefix plus the closers, it reads back so, and takes appends.
+func testTornCutAtRow(t *testing.T, e *env) {
+	committed := turn(0, 1)
+	open := turn(int64(len(committed)), 2)[:2] // turn/start and the user message
+	events := append(append([]session.Event{}, committed...), open...)
+	cut := int64(len(events)) + 1
+	stray := turn(cut, 2)[2] // a step/start one seq past the next
+	stray.Seq = cut
+	res, err := e.b.ImportSession(e.ctx, root("gap", 1), append(events, stray), nil)
+	if err != nil {
+		t.Fatalf("import: %v", err)
+	}
+	if res.Torn == nil || res.Torn.FromSeq != cut {
+		t.Fatalf("import result = %+v, want a torn tail from %d", res, cut)
+	}
+	if in := e.inspect(e.b, "gap"); in.Torn == nil || in.Torn.FromSeq != cut || len(in.Events) != len(events) {
+		t.Fatalf("Inspect = %d events, torn %+v; want %d events, the tail from %d", len(in.Events), in.Torn, len(events), cut)
+	}
+	loaded, err := e.b.Load(e.ctx, "gap")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if loaded.Torn == nil || len(loaded.Closers) == 0 {
+		t.Fatalf("Load = torn %+v, %d closers; want the tail cut and the turn closed", loaded.Torn, len(loaded.Closers))
+	}
+	want := append(append([]session.Event{}, events...), loaded.Closers...)
+	for range 2 {
+		in := e.inspect(e.b, "gap")
+		if in.Torn != nil || len(in.Closers) != 0 || !reflect.DeepEqual(in.Events, want) {
+			t.Fatalf("Inspect after Load = %d events (torn %+v, %d closers); want the %d committed events and %d closers alone",
+				len(in.Events), in.Torn, len(in.Closers), len(events), len(loaded.Closers))
+		}
+		a, err := e.b.Audit(e.ctx, "gap")
+		if err != nil || a.Torn != nil || len(a.Events) != len(want) {
+			t.Fatalf("Audit after Load = %+v, %v; want %d events, no tail", a, err, len(want))
+		}
+		if again, err := e.b.Load(e.ctx, "gap"); err != nil || again.Torn != nil || len(again.Closers) != 0 {
+			t.Fatalf("second Load = %+v, %v; want nothing left to repair", again, err)
+		}
+	}
+	next := int64(len(want))
+	if err := e.b.Append(e.ctx, "gap", next, turn(next, 3)); err != nil {
+		t.Fatalf("Append after repair: %v", err)
 	}
 }
 
