@@ -50,7 +50,11 @@ EVENT_TEXT_REPLACED (warning); TURN_INTERRUPTED, CACHE_FOREIGN (info). The READM
 
 The CATALOG_* codes compare a parent's own subagent/catalog facts (DSH 0.1.7's
 authority) with its children's sessions (rc.8's), in every --dsh-compat profile,
-wherever a parent has catalog facts or is in DSH format V2 or later.
+wherever a parent has catalog facts or is in DSH format V2 or later. A parent's own
+catalog damage (which makes DSH 0.1.7+ list none of its children) is reported
+wherever its children are audited: with --parent and in the default audit the
+parent gets a report of its own, before its children's, when it is not
+examined itself.
 
 Output formats:
   table  one line per finding, like git fsck:

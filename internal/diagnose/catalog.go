@@ -21,10 +21,11 @@ import (
 // profile, so that a CI job learns before an upgrade what DSH will stop
 // showing:
 //
-//   - on the parent (judged from its own log when the audit examines it):
-//     each own fact that is malformed or of an unsupported version, each
-//     repeated child id, and each cataloged child with no session (a report
-//     of its own, after the parent's);
+//   - on the parent (judged from its own log when the audit examines it,
+//     else from its catalog events when the audit examines its children:
+//     reportParentFacts): each own fact that is malformed or of an
+//     unsupported version, each repeated child id, and each cataloged child
+//     with no session (a report of its own, after the parent's);
 //   - on a subagent child (judged against its parent's catalog, read once
 //     per parent): not named by the catalog, a fact whose childCreatedAt,
 //     mode or label disagrees with the child, an unknown-mode entry; and
