@@ -358,6 +358,9 @@ func TestCatalogListingRootFailures(t *testing.T) {
 // back-fill's order (createdAt, then id by code unit), so each direct child
 // the seeds profile lists appears under 0.1.7 too.
 func TestCatalogListingOracleCorporaEveryKind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: every oracle corpus in every source kind (about 10 s); TestCatalogListingCases stands for it, go test ./... runs it")
+	}
 	isolateEnv(t)
 	for _, name := range dshfixtures.OracleCorpora {
 		o := dshfixtures.LoadOracle(t, name)

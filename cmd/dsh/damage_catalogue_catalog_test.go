@@ -172,6 +172,9 @@ func catalogFindings(d map[string]string) string {
 }
 
 func TestDamageCatalogueCatalogKinds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: every catalog damage kind in every form (about 60 s); TestDamageCatalogue stands for it, go test ./... runs it")
+	}
 	isolateEnv(t)
 	for _, kind := range catalogKinds {
 		for _, form := range []string{"jsonl", "jsonl-zstd", "dsh-home"} {

@@ -531,8 +531,12 @@ func (d catDiagnosis) bySession() map[string]string {
 
 func TestDamageCatalogue(t *testing.T) {
 	isolateEnv(t)
+	forms := []string{"jsonl", "jsonl-zstd", "dsh-sqlite"}
+	if testing.Short() {
+		forms = forms[:1] // -short: every kind in one form (all three take about 10 s)
+	}
 	for _, kind := range catKinds {
-		for _, form := range []string{"jsonl", "jsonl-zstd", "dsh-sqlite"} {
+		for _, form := range forms {
 			sessions := catCorpus(kind, form == "dsh-sqlite")
 			if sessions == nil {
 				continue

@@ -67,6 +67,9 @@ func killedWriterDatabase(t *testing.T, db string, committed bool) {
 // the modes bind, sees every committed session, and writes nothing; without
 // the -shm the same.
 func TestReadCommandsAfterWriterKilledEarly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: every early-kill state against every read command (about 11 s); go test ./... runs it")
+	}
 	home := isolateEnv(t)
 	for _, c := range []struct {
 		name             string

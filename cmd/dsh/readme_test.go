@@ -220,6 +220,9 @@ var (
 const readmeNestedEnv = "DSH_README_TEST_NESTED"
 
 func TestReadmeExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs every README example (about 100 s); go test ./... runs it")
+	}
 	if os.Getenv(readmeNestedEnv) != "" {
 		t.Skip("run from a README example")
 	}

@@ -89,6 +89,9 @@ func TestScripts(t *testing.T) {
 // scripts in scriptsNotOnPostgres are skipped with the reason: they test
 // what only SQLite has (docs/postgres.md, "Not done yet").
 func TestScriptsPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the same scripts run on SQLite in TestScripts; go test ./... runs them on PostgreSQL too")
+	}
 	admin := pgtest.AdminURL(t)
 	testscript.Run(t, scriptParams(t, func(env *testscript.Env) error {
 		name := strings.TrimPrefix(filepath.Base(env.WorkDir), "script-")

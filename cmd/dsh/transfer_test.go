@@ -61,6 +61,9 @@ func treeFingerprint(t *testing.T, dir string) string {
 // 0.1.0-rc.8 alike. The fixtures are left exactly as they were, with no
 // SQLite side files.
 func TestOracleListingsInPlaceAndImported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: every oracle corpus in place and imported (about 7 s); internal/transfer's import tests stand for it, go test ./... runs it")
+	}
 	isolateEnv(t)
 	oracleRoot := dshfixtures.Dir(t, "dsh-oracle")
 	before := treeFingerprint(t, oracleRoot)

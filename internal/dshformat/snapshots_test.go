@@ -195,6 +195,9 @@ func TestPackedChunksScenarioExpansion(t *testing.T) {
 // Write → read gives identical headers and events for every snapshot log,
 // plain and zstd, packed and unpacked.
 func TestSnapshotRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: rewrites every DSH snapshot session (about 5 s); go test ./... runs it")
+	}
 	ctx := context.Background()
 	var all []*Session
 	for dir := range snapshotScenarios(t) {

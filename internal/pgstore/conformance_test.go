@@ -17,6 +17,9 @@ import (
 // each case in a database of its own, created and dropped on the test
 // server.
 func TestConformance(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the conformance suite on PostgreSQL (about 15 s); sqlitepersist runs it in short mode, go test ./... runs it here")
+	}
 	admin := pgtest.AdminURL(t)
 	storetest.Run(t, storetest.Target{
 		New: func(ctx context.Context) (string, func(), error) {

@@ -250,6 +250,9 @@ func TestCrashMidAppendLosesNothingAcknowledged(t *testing.T) {
 }
 
 func TestCrashMidImportLosesNothingAcknowledged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: kills importers mid-transaction (about 6 s); go test ./... runs it")
+	}
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	s := openT(t, url)

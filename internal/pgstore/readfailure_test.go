@@ -12,6 +12,9 @@ import (
 // change that could change what a read of the log gives, as verified is;
 // another session's record stays.
 func TestTriggersClearReadFailureOnOutsideChanges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: one database per outside change (about 3 s); go test ./... runs it")
+	}
 	ctx := context.Background()
 	b := (&events{}).turnStart("one").answer("a").turnStart("two").answer("b")
 	invalid := b.list

@@ -18,7 +18,11 @@ import (
 // application id the same commit sets) or gives up on its locks. The
 // processes' version of this is internal/torture's TestTortureFirstUse.
 func TestConcurrentFirstOpens(t *testing.T) {
-	const openers, rounds = 16, 50
+	const openers = 16
+	rounds := 50
+	if testing.Short() {
+		rounds = 5 // -short: a tenth of the rounds (the full 50 take about 8 s)
+	}
 	ctx := context.Background()
 	latest, err := LatestSchemaVersion()
 	if err != nil {

@@ -29,6 +29,9 @@ var refusedHeaders = map[string]string{
 // must come back as exactly those. A log whose header is refused must be one
 // of refusedHeaders, refused for its reason.
 func TestDSHLogsRoundTripByteExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: every DSH snapshot log round trip (about 7 s); go test ./... runs it")
+	}
 	snapshotDir := dshfixtures.Dir(t, "dsh-snapshots")
 	ctx := context.Background()
 	paths, err := filepath.Glob(filepath.Join(snapshotDir, "*", "*", "session*.jsonl"))

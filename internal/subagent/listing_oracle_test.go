@@ -23,6 +23,9 @@ import (
 // child read from its log) and filled (as writers leave it) — under the
 // 0.1.0-rc.8 profile and under seeds alike.
 func TestOracleListings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: every oracle corpus, source, cache state and profile (about 11 s); go test ./... runs it")
+	}
 	for _, name := range dshfixtures.OracleCorpora {
 		exp := dshfixtures.LoadOracle(t, name)
 		dir := exp.Dir

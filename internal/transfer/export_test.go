@@ -54,6 +54,9 @@ func sameHeader(a, b session.Header) bool {
 // verdict from DSH's validation. Scenarios alternate between the two
 // encodings.
 func TestSnapshotsRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: imports and exports every DSH snapshot scenario (about 20 s); TestLaterFormatsRoundTrip stands for it, go test ./... runs it")
+	}
 	ctx := context.Background()
 	for i, dir := range snapshotScenarios(t) {
 		name, _ := filepath.Rel(dshfixtures.Dir(t, "dsh-snapshots"), dir)
