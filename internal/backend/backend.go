@@ -68,6 +68,11 @@ type SessionLister interface {
 	// (only the subagent-origin ones when subagentOnly is set), in
 	// (createdAt, id) order.
 	RootHeaders(ctx context.Context, subagentOnly bool, fn func(session.Header) error) error
+	// CatalogSessions calls fn, in id order, with every session whose log
+	// may hold a subagent/catalog event (own or inherited below a fork's
+	// cut): every one that does, and possibly some that do not, which a
+	// caller reading the log finds out. No read stays open while fn runs.
+	CatalogSessions(ctx context.Context, fn func(id string) error) error
 }
 
 // LogReader reads event logs without changing anything.

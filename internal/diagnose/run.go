@@ -83,7 +83,8 @@ type viewer interface {
 // Run audits c (in one read snapshot when c offers one), calling emit with each
 // session's report in order: by parent (sessions without one first, then
 // parent ids in byte order), then in the catalog's order (createdAt, then
-// id as DSH collates it). It returns the summary. An unknown id or parent
+// id as DSH collates it); the default audit ends with the sessions reached
+// through their own catalog only (runCatalogParents). It returns the summary. An unknown id or parent
 // under Strict, a store that cannot be read, and cancellation are errors; a
 // damaged session never is.
 func Run(ctx context.Context, c Corpus, opts Options, emit func(Report) error) (Summary, error) {
@@ -302,7 +303,7 @@ func (a *auditor) runStore(ctx context.Context, subagentOnly bool) error {
 	if err := a.runRoots(ctx, subagentOnly); err != nil {
 		return err
 	}
-	return a.view.EachParent(ctx, subagentOnly, func(parent string) error {
+	err = a.view.EachParent(ctx, subagentOnly, func(parent string) error {
 		if !subagentOnly {
 			return a.runGroup(ctx, parent, subagentOnly)
 		}
@@ -324,6 +325,35 @@ func (a *auditor) runStore(ctx context.Context, subagentOnly bool) error {
 			return err
 		}
 		return a.reportMissing(ctx, parent)
+	})
+	if err != nil || !subagentOnly {
+		return err
+	}
+	return a.runCatalogParents(ctx)
+}
+
+// runCatalogParents reports, after the subagent sessions, what the parents
+// reached through none of them hide: a session that is not a subagent, has
+// no subagent child, yet has catalog facts of its own (every child they
+// name is missing, or they are malformed and name none present). DSH
+// 0.1.7+ lists only unavailable rows for it, or fails on it. Its catalog
+// damage and its missing children are reported as for any parent above
+// the subagent sessions; a session without own facts yields nothing.
+func (a *auditor) runCatalogParents(ctx context.Context) error {
+	return a.view.CatalogSessions(ctx, func(id string) error {
+		examined, err := a.examinedInStore(ctx, id)
+		if err != nil || examined {
+			return err
+		}
+		// One with a subagent child was reached through it (EachParent).
+		hasChild, err := a.view.HasSubagentChild(ctx, id)
+		if err != nil || hasChild {
+			return err
+		}
+		if err := a.reportParentFacts(ctx, id); err != nil {
+			return err
+		}
+		return a.reportMissing(ctx, id)
 	})
 }
 

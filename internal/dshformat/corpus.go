@@ -185,6 +185,27 @@ func (c *Corpus) RootHeaders(ctx context.Context, subagentOnly bool, fn func(ses
 	return nil
 }
 
+// CatalogSessions implements backend.SessionLister. A corpus in place has
+// no index of event types, so it reads each log (bounded, as Audit reads
+// it): a session is named when its readable prefix holds a
+// subagent/catalog event, and also when its log cannot be read at all,
+// since what it holds is then unknown.
+func (c *Corpus) CatalogSessions(ctx context.Context, fn func(id string) error) error {
+	for _, h := range c.headers {
+		a, err := c.Audit(ctx, h.ID)
+		if err != nil {
+			return err
+		}
+		if a.ReadErr == nil && !slices.ContainsFunc(a.Events, func(e session.Event) bool { return e.Type == session.TypeCatalog }) {
+			continue
+		}
+		if err := fn(h.ID); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
 // Audit implements backend.LogReader: the session as DSH's inspect reads
 // it, with the reason it cannot be read kept beside the data. A log the
 // reader finds damaged before its last committed turn/end has no events

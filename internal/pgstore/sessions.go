@@ -193,6 +193,37 @@ func (s *Store) EachParent(ctx context.Context, subagentOnly bool, fn func(paren
 	}
 }
 
+// CatalogSessions calls fn, in id order, with every session whose log
+// holds a subagent/catalog event. It pages through the catalog index
+// (migration 0008, whose IN list the query names so that the partial index
+// applies), so no cursor stays open while fn runs.
+func (s *Store) CatalogSessions(ctx context.Context, fn func(id string) error) error {
+	const page = 512
+	query := "SELECT DISTINCT session_id FROM events" +
+		" WHERE type IN ('session/end-seed', 'subagent/catalog', 'subagent/descriptor') AND type = 'subagent/catalog'" +
+		" AND ($1::text IS NULL OR session_id > $1) ORDER BY session_id LIMIT $2"
+	var after *string
+	for {
+		rows, err := s.q().Query(ctx, query, after, page)
+		if err != nil {
+			return s.storeError(err, "list catalog sessions")
+		}
+		batch, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return s.storeError(err, "list catalog sessions")
+		}
+		for _, id := range batch {
+			if err := fn(id); err != nil {
+				return err
+			}
+		}
+		if len(batch) < page {
+			return nil
+		}
+		after = &batch[len(batch)-1]
+	}
+}
+
 // RootHeaders calls fn for every session without a parentSession (only the
 // subagent-origin ones when subagentOnly is set), in (createdAt, id) order.
 func (s *Store) RootHeaders(ctx context.Context, subagentOnly bool, fn func(session.Header) error) error {

@@ -224,6 +224,52 @@ func (s *Store) EachParent(ctx context.Context, subagentOnly bool, fn func(paren
 	}
 }
 
+// CatalogSessions calls fn, in id order, with every session whose log
+// holds a subagent/catalog event. It pages through the catalog index
+// (migration 0008, whose IN list the query names so that the partial index
+// applies), so no cursor stays open while fn runs.
+func (s *Store) CatalogSessions(ctx context.Context, fn func(id string) error) error {
+	const page = 512
+	const where = "type IN ('session/end-seed', 'subagent/catalog', 'subagent/descriptor') AND type = 'subagent/catalog'"
+	first := "SELECT DISTINCT session_id FROM events WHERE " + where + " ORDER BY session_id LIMIT ?"
+	next := "SELECT DISTINCT session_id FROM events WHERE " + where + " AND session_id > ? ORDER BY session_id LIMIT ?"
+	var after *string
+	for {
+		var rows *sql.Rows
+		var err error
+		if after == nil {
+			rows, err = s.Querier().QueryContext(ctx, first, page)
+		} else {
+			rows, err = s.Querier().QueryContext(ctx, next, *after, page)
+		}
+		if err != nil {
+			return s.storeError(err, "list catalog sessions")
+		}
+		var batch []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return s.storeError(err, "list catalog sessions")
+			}
+			batch = append(batch, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return s.storeError(err, "list catalog sessions")
+		}
+		for _, id := range batch {
+			if err := fn(id); err != nil {
+				return err
+			}
+		}
+		if len(batch) < page {
+			return nil
+		}
+		after = &batch[len(batch)-1]
+	}
+}
+
 // RootHeaders calls fn for every session without a parentSession (only the
 // subagent-origin ones when subagentOnly is set), in (createdAt, id) order.
 func (s *Store) RootHeaders(ctx context.Context, subagentOnly bool, fn func(session.Header) error) error {

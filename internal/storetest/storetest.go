@@ -1099,6 +1099,26 @@ func testStreamSessions(t *testing.T, e *env) {
 	if err := e.b.RootHeaders(e.ctx, false, func(h session.Header) error { roots = append(roots, h.ID); return nil }); err != nil || !reflect.DeepEqual(roots, []string{"r1", "r2"}) {
 		t.Errorf("RootHeaders = %q, %v; want r1, r2 by createdAt", roots, err)
 	}
+	// CatalogSessions names the sessions holding a catalog fact, whatever
+	// their origin and whether or not any child exists, once each, in id
+	// order; a descriptor alone does not count.
+	fact := func(seq int64, child string) session.Event {
+		return session.Event{Type: session.TypeCatalog, Seq: seq, Time: 1_700_000_000_000 + seq,
+			Data: json.RawMessage(`{"version":0,"childId":"` + child + `","childCreatedAt":9,"mode":"continuable","label":"x"}`)}
+	}
+	v4 := func(h session.Header) session.Header { h.Version = 4; return h }
+	e.create(v4(root("z-cat", 6)), []session.Event{fact(0, "gone"), fact(1, "gone-too")})
+	e.create(v4(child("c-cat", "r1", 7)), []session.Event{
+		{Type: "subagent/descriptor", Seq: 0, Time: 1_700_000_000_000, Data: json.RawMessage(`{"version":3,"mode":"continuable","provider":"spawn","label":"x"}`)},
+		fact(1, "gone"),
+	})
+	e.create(v4(child("d-only", "r1", 8)), []session.Event{
+		{Type: "subagent/descriptor", Seq: 0, Time: 1_700_000_000_000, Data: json.RawMessage(`{"version":3,"mode":"continuable","provider":"spawn","label":"x"}`)},
+	})
+	var cataloged []string
+	if err := e.b.CatalogSessions(e.ctx, func(id string) error { cataloged = append(cataloged, id); return nil }); err != nil || !reflect.DeepEqual(cataloged, []string{"c-cat", "z-cat"}) {
+		t.Errorf("CatalogSessions = %q, %v; want c-cat, z-cat", cataloged, err)
+	}
 }
 
 func holder(id string, ttl time.Duration) backend.LeaseHolder {
