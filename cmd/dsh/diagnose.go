@@ -37,7 +37,9 @@ concerns, and a detail.
 What is examined: with --parent, its subagent children (--scope
 descendants: every subagent-origin session below it); with IDs, those
 sessions; with --all, every session; with none of these, every
-subagent-origin session in the database.
+subagent-origin session in the database, and every other session with
+subagent/catalog facts of its own (its catalog damage and the children its
+catalog names that have no session).
 
 Codes (severity): DESCRIPTOR_MISSING, DESCRIPTOR_MALFORMED,
 DESCRIPTOR_UNSUPPORTED_VERSION, DESCRIPTOR_ANCESTOR_ONLY, HEADER_UNREADABLE,
