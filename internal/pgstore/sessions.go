@@ -164,33 +164,11 @@ func (s *Store) CountSessions(ctx context.Context, subagentOnly bool) (int, erro
 // is set. It pages through the parent index, so no cursor stays open while
 // fn runs.
 func (s *Store) EachParent(ctx context.Context, subagentOnly bool, fn func(parent string) error) error {
-	const page = 512
 	filter := "parent_session IS NOT NULL"
 	if subagentOnly {
 		filter = "origin = 'subagent' AND parent_session IS NOT NULL"
 	}
-	query := "SELECT DISTINCT parent_session FROM sessions WHERE " + filter +
-		" AND ($1::text IS NULL OR parent_session > $1) ORDER BY parent_session LIMIT $2"
-	var after *string
-	for {
-		rows, err := s.q().Query(ctx, query, after, page)
-		if err != nil {
-			return s.storeError(err, "list parents")
-		}
-		batch, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return s.storeError(err, "list parents")
-		}
-		for _, p := range batch {
-			if err := fn(p); err != nil {
-				return err
-			}
-		}
-		if len(batch) < page {
-			return nil
-		}
-		after = &batch[len(batch)-1]
-	}
+	return s.eachDistinct(ctx, "SELECT DISTINCT parent_session FROM sessions WHERE "+filter, "parent_session", "list parents", fn)
 }
 
 // CatalogSessions calls fn, in id order, with every session whose log
@@ -198,22 +176,28 @@ func (s *Store) EachParent(ctx context.Context, subagentOnly bool, fn func(paren
 // (migration 0008, whose IN list the query names so that the partial index
 // applies), so no cursor stays open while fn runs.
 func (s *Store) CatalogSessions(ctx context.Context, fn func(id string) error) error {
+	const selectIDs = "SELECT DISTINCT session_id FROM events WHERE type IN ('session/end-seed', 'subagent/catalog', 'subagent/descriptor') AND type = 'subagent/catalog'"
+	return s.eachDistinct(ctx, selectIDs, "session_id", "list catalog sessions", fn)
+}
+
+// eachDistinct calls fn with every value of selectDistinct (a SELECT
+// DISTINCT of column with a WHERE clause), in column order, a page at a
+// time, so no cursor stays open while fn runs.
+func (s *Store) eachDistinct(ctx context.Context, selectDistinct, column, what string, fn func(string) error) error {
 	const page = 512
-	query := "SELECT DISTINCT session_id FROM events" +
-		" WHERE type IN ('session/end-seed', 'subagent/catalog', 'subagent/descriptor') AND type = 'subagent/catalog'" +
-		" AND ($1::text IS NULL OR session_id > $1) ORDER BY session_id LIMIT $2"
+	query := selectDistinct + " AND ($1::text IS NULL OR " + column + " > $1) ORDER BY " + column + " LIMIT $2"
 	var after *string
 	for {
 		rows, err := s.q().Query(ctx, query, after, page)
 		if err != nil {
-			return s.storeError(err, "list catalog sessions")
+			return s.storeError(err, what)
 		}
 		batch, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
-			return s.storeError(err, "list catalog sessions")
+			return s.storeError(err, what)
 		}
-		for _, id := range batch {
-			if err := fn(id); err != nil {
+		for _, v := range batch {
+			if err := fn(v); err != nil {
 				return err
 			}
 		}

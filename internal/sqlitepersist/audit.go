@@ -180,48 +180,11 @@ func (s *Store) CountSessions(ctx context.Context, subagentOnly bool) (int, erro
 // set. It pages through the parent index, so no cursor stays open while fn
 // runs.
 func (s *Store) EachParent(ctx context.Context, subagentOnly bool, fn func(parent string) error) error {
-	const page = 512
 	filter := "parent_session IS NOT NULL"
 	if subagentOnly {
 		filter = "origin = 'subagent' AND parent_session IS NOT NULL"
 	}
-	first := "SELECT DISTINCT parent_session FROM sessions WHERE " + filter + " ORDER BY parent_session LIMIT ?"
-	next := "SELECT DISTINCT parent_session FROM sessions WHERE " + filter + " AND parent_session > ? ORDER BY parent_session LIMIT ?"
-	var after *string
-	for {
-		var rows *sql.Rows
-		var err error
-		if after == nil {
-			rows, err = s.Querier().QueryContext(ctx, first, page)
-		} else {
-			rows, err = s.Querier().QueryContext(ctx, next, *after, page)
-		}
-		if err != nil {
-			return s.storeError(err, "list parents")
-		}
-		var batch []string
-		for rows.Next() {
-			var p string
-			if err := rows.Scan(&p); err != nil {
-				rows.Close()
-				return s.storeError(err, "list parents")
-			}
-			batch = append(batch, p)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return s.storeError(err, "list parents")
-		}
-		for _, p := range batch {
-			if err := fn(p); err != nil {
-				return err
-			}
-		}
-		if len(batch) < page {
-			return nil
-		}
-		after = &batch[len(batch)-1]
-	}
+	return s.eachDistinct(ctx, "SELECT DISTINCT parent_session FROM sessions WHERE "+filter, "parent_session", "list parents", fn)
 }
 
 // CatalogSessions calls fn, in id order, with every session whose log
@@ -229,10 +192,17 @@ func (s *Store) EachParent(ctx context.Context, subagentOnly bool, fn func(paren
 // (migration 0008, whose IN list the query names so that the partial index
 // applies), so no cursor stays open while fn runs.
 func (s *Store) CatalogSessions(ctx context.Context, fn func(id string) error) error {
+	const selectIDs = "SELECT DISTINCT session_id FROM events WHERE type IN ('session/end-seed', 'subagent/catalog', 'subagent/descriptor') AND type = 'subagent/catalog'"
+	return s.eachDistinct(ctx, selectIDs, "session_id", "list catalog sessions", fn)
+}
+
+// eachDistinct calls fn with every value of selectDistinct (a SELECT
+// DISTINCT of column with a WHERE clause), in column order, a page at a
+// time, so no cursor stays open while fn runs.
+func (s *Store) eachDistinct(ctx context.Context, selectDistinct, column, what string, fn func(string) error) error {
 	const page = 512
-	const where = "type IN ('session/end-seed', 'subagent/catalog', 'subagent/descriptor') AND type = 'subagent/catalog'"
-	first := "SELECT DISTINCT session_id FROM events WHERE " + where + " ORDER BY session_id LIMIT ?"
-	next := "SELECT DISTINCT session_id FROM events WHERE " + where + " AND session_id > ? ORDER BY session_id LIMIT ?"
+	first := selectDistinct + " ORDER BY " + column + " LIMIT ?"
+	next := selectDistinct + " AND " + column + " > ? ORDER BY " + column + " LIMIT ?"
 	var after *string
 	for {
 		var rows *sql.Rows
@@ -243,23 +213,23 @@ func (s *Store) CatalogSessions(ctx context.Context, fn func(id string) error) e
 			rows, err = s.Querier().QueryContext(ctx, next, *after, page)
 		}
 		if err != nil {
-			return s.storeError(err, "list catalog sessions")
+			return s.storeError(err, what)
 		}
 		var batch []string
 		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
+			var v string
+			if err := rows.Scan(&v); err != nil {
 				rows.Close()
-				return s.storeError(err, "list catalog sessions")
+				return s.storeError(err, what)
 			}
-			batch = append(batch, id)
+			batch = append(batch, v)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return s.storeError(err, "list catalog sessions")
+			return s.storeError(err, what)
 		}
-		for _, id := range batch {
-			if err := fn(id); err != nil {
+		for _, v := range batch {
+			if err := fn(v); err != nil {
 				return err
 			}
 		}
