@@ -291,12 +291,11 @@ var (
 	ErrUnitFailed      = errors.New("projection unit failed")
 )
 
-// resolveLive is rung 1: the holder's published snapshot, zero log reads
-// (under 0.1.0-rc.8, see resolveLiveRC8).
+// resolveLive is rung 1: the holder's published snapshot, zero log reads.
+// Under 0.1.0-rc.8 every registered unit counts (liveOtherUnitsRC8) and
+// there is no own-suffix check: an ancestor's identity replayed from the
+// seed is listed.
 func (l *Lister) resolveLive(ctx context.Context, rec corpus.Record) Resolution {
-	if l.rc8() {
-		return l.resolveLiveRC8(ctx, rec)
-	}
 	live := rec.Live
 	if live.UnitFailure != "" {
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungLive, Cause: fmt.Errorf("%w: %s", ErrUnitFailed, live.UnitFailure)}
@@ -305,10 +304,16 @@ func (l *Lister) resolveLive(ctx context.Context, rec corpus.Record) Resolution 
 	if err != nil {
 		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungLive, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
 	}
+	rc8 := l.rc8()
+	if rc8 {
+		if err := l.liveOtherUnitsRC8(ctx, rec); err != nil {
+			return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungLive, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
+		}
+	}
 	if id == nil {
 		return Resolution{Rung: RungLive, Cause: ErrNoIdentity}
 	}
-	if !OwnSuffix(id.Seq, rec.Header.InheritedCut()) {
+	if !rc8 && !OwnSuffix(id.Seq, rec.Header.InheritedCut()) {
 		// Later revision: an ancestor identity replayed from the seed is
 		// not this child's own; while running, that is the creation window.
 		return Resolution{Rung: RungLive, Cause: ErrAncestorOnly, Identity: id}

@@ -54,35 +54,20 @@ type RC8IdentityCache interface {
 // rc8 reports whether the listing follows DSH 0.1.0-rc.8 exactly.
 func (l *Lister) rc8() bool { return l.Profile.Or() == dshcompat.RC8 }
 
-// resolveLiveRC8 is rung 1 as rc.8 has it: the holder's identity with no
-// own-suffix check (an ancestor's identity replayed from the seed is
-// listed), and a failure of any registered unit makes the row corrupt.
-// The holder publishes the view of dsh's registry (the `subagent` unit);
-// any other unit registered in this listing's registry is folded over the
-// child's log as stored — a read, which only a registry with more units
-// than dsh's own makes.
-func (l *Lister) resolveLiveRC8(ctx context.Context, rec corpus.Record) Resolution {
-	live := rec.Live
-	if live.UnitFailure != "" {
-		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungLive, Cause: fmt.Errorf("%w: %s", ErrUnitFailed, live.UnitFailure)}
+// liveOtherUnitsRC8 is the part of rung 1 that only rc.8 has: a failure of
+// any registered unit makes a live row corrupt. The holder publishes the
+// view of dsh's registry (the `subagent` unit); any other unit registered
+// in this listing's registry is folded over the child's log as stored — a
+// read, which only a registry with more units than dsh's own makes.
+func (l *Lister) liveOtherUnitsRC8(ctx context.Context, rec corpus.Record) error {
+	if len(l.Units.Keys()) <= 1 {
+		return nil
 	}
-	id, err := IdentityFromView(live.Subagent)
-	if err != nil {
-		return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungLive, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
+	_, events, err := l.Cold.ColdRead(ctx, rec.Header.ID, l.foldTypes())
+	if err == nil {
+		_, err = l.Units.Restore(events)
 	}
-	if len(l.Units.Keys()) > 1 {
-		_, events, err := l.Cold.ColdRead(ctx, rec.Header.ID, l.foldTypes())
-		if err == nil {
-			_, err = l.Units.Restore(events)
-		}
-		if err != nil {
-			return Resolution{Row: diagnostic(ReasonCorrupt), Rung: RungLive, Cause: fmt.Errorf("%w: %v", ErrUnitFailed, err)}
-		}
-	}
-	if id == nil {
-		return Resolution{Rung: RungLive, Cause: ErrNoIdentity}
-	}
-	return Resolution{Row: childRow(id, ActivityRunning), Rung: RungLive, Identity: id}
+	return err
 }
 
 // resolveFromCacheRC8 is rung 2 as rc.8 has it: every cold child is looked
