@@ -83,9 +83,9 @@ func Open(path string) (*os.File, os.FileInfo, error) {
 // ("" leaves the path to the caller's message).
 func NotRegular(path string, mode os.FileMode) error {
 	if path == "" {
-		return fmt.Errorf("%w (%s)", ErrNotRegular, kind(mode))
+		return fmt.Errorf("%w (%s)", ErrNotRegular, Kind(mode))
 	}
-	return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, kind(mode))
+	return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, Kind(mode))
 }
 
 func tooLarge(path string, limit int64) error {
@@ -99,7 +99,9 @@ func (w writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func kind(m os.FileMode) string {
+// Kind names what a file that is not a regular file is, in words ("a
+// FIFO", "a directory", …), for messages that refuse it.
+func Kind(m os.FileMode) string {
 	switch {
 	case m&os.ModeNamedPipe != 0:
 		return "a FIFO"

@@ -242,7 +242,7 @@ func TestOpenRefusesSymlinksAndNonRegularFiles(t *testing.T) {
 		"symlinked database":       {linkDB, "symbolic link"},
 		"symlinked parent":         {filepath.Join(linkDir, "target.db"), "symbolic link"},
 		"directory at db path":     {dirAtPath, "is a directory, not a database file"},
-		"fifo at db path":          {fifo, "is a named pipe (FIFO), not a database file"},
+		"fifo at db path":          {fifo, "is a FIFO, not a database file"},
 		"parent is a regular file": {parentIsFile, "not a directory"},
 	}
 	before := statFile(t, target)

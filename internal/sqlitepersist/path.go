@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dsh-project/dsh/internal/boundedfile"
 	"github.com/dsh-project/dsh/internal/dsherr"
 )
 
@@ -114,22 +115,7 @@ func checkDBFile(abs string) error {
 		return dsherr.New(dsherr.StoreUnavailable, "database %s is a symbolic link; refusing to open it", abs)
 	}
 	if !fi.Mode().IsRegular() {
-		return dsherr.New(dsherr.StoreUnavailable, "database %s is %s, not a database file", abs, fileKind(fi.Mode()))
+		return dsherr.New(dsherr.StoreUnavailable, "database %s is %s, not a database file", abs, boundedfile.Kind(fi.Mode()))
 	}
 	return nil
-}
-
-// fileKind names what a non-regular file is, in words.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a regular file"
 }
