@@ -1,3 +1,6 @@
+-- dsh's own projection checkpoint cache (package internal/projcache), the
+-- table projection_checkpoints. Not DSH's session_projcache.json file, which
+-- dsh only reads (dshformat.ReadCache) and never stores here.
 -- Projection checkpoint cache: one record per session, replaced whole on
 -- every write. A record is derived data: it is served only while its witness
 -- columns equal the session's header (same lifecycle), and each unit row in

@@ -1,3 +1,6 @@
+-- dsh's own projection checkpoint cache (package internal/projcache), the
+-- table projection_checkpoints. Not DSH's session_projcache.json file, which
+-- dsh only reads (dshformat.ReadCache) and never stores here.
 -- A listing reads the checkpoints of one parent's children. Records carry
 -- the parent in their lifecycle witness, so an index on it answers that with
 -- one index range instead of one lookup per child id.

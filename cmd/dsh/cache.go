@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-project/dsh/internal/backend"
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -68,7 +68,7 @@ func runCacheStats(ctx context.Context, a *app, p *render.Printer) (err error) {
 		return err
 	}
 	defer closeStore(s, &err)
-	var st checkpoint.Stats
+	var st projcache.Stats
 	err = s.View(ctx, func(view backend.Store) error {
 		cp := subagent.StoreCheckpoints(view)
 		st, err = cp.Cache.Stats(ctx, cp.Header)
@@ -113,7 +113,7 @@ type cacheFindingView struct {
 	Reason  string `json:"reason"`
 }
 
-func findingView(f checkpoint.Finding) cacheFindingView {
+func findingView(f projcache.Finding) cacheFindingView {
 	return cacheFindingView{Session: f.SessionID, Unit: f.Key, Kind: string(f.Kind), Reason: f.Reason}
 }
 
@@ -124,7 +124,7 @@ var cacheFindingColumns = []render.Column[cacheFindingView]{
 	{Header: "REASON", Value: func(f cacheFindingView) string { return f.Reason }},
 }
 
-func printFindings(p *render.Printer, findings []checkpoint.Finding) error {
+func printFindings(p *render.Printer, findings []projcache.Finding) error {
 	l := render.NewList(p, cacheFindingColumns)
 	for _, f := range findings {
 		if err := l.Add(findingView(f)); err != nil {
@@ -137,7 +137,7 @@ func printFindings(p *render.Printer, findings []checkpoint.Finding) error {
 // checkCacheIDs refuses, before anything is done, an id that names neither
 // a session nor a record (NOT_FOUND, as every command reports an unknown
 // id). A record whose session is gone is a valid target: rebuild removes it.
-func checkCacheIDs(ctx context.Context, s backend.HeaderReader, c *checkpoint.Cache, ids []string) error {
+func checkCacheIDs(ctx context.Context, s backend.HeaderReader, c *projcache.Cache, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -236,7 +236,7 @@ stderr when it is a terminal.
 
 // cacheVerified is what one verify checked.
 type cacheVerified struct {
-	records  checkpoint.VerifyReport
+	records  projcache.VerifyReport
 	folds    subagent.FoldReport
 	sessions int // in the database
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -62,7 +62,7 @@ func seedDamagedChildren(t *testing.T, db string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkpoint.NewCache(s, reg).Put(ctx, poisoned, fold.AsOfSeq(), cp); err != nil {
+	if err := projcache.NewCache(s, reg).Put(ctx, poisoned, fold.AsOfSeq(), cp); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Querier().ExecContext(ctx, `UPDATE projection_checkpoints SET rows = '{"subagent":' WHERE session_id = 'poisoned'`); err != nil {

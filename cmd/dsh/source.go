@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-project/dsh/internal/backend"
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/subagent"
 	"github.com/dsh-project/dsh/internal/transfer"
 )
@@ -106,7 +106,7 @@ func sourceEnumerated(loc transfer.Location) {
 // from DSH's projection cache file (none without --source-cache).
 type sourceCorpus struct {
 	*dshformat.Corpus
-	*checkpoint.MemoryRecords
+	*projcache.MemoryRecords
 }
 
 // openSource opens --source read-only. Files that do not yield a session
@@ -154,14 +154,14 @@ func (s *sourceFlags) openSource(ctx context.Context, a *app) (_ *corpusReader, 
 		}
 		a.warn(msg)
 	}
-	sc := sourceCorpus{Corpus: c, MemoryRecords: checkpoint.NewMemoryRecords()}
+	sc := sourceCorpus{Corpus: c, MemoryRecords: projcache.NewMemoryRecords()}
 	what := "--source-cache"
 	var (
-		file  *dshformat.ProjcacheFile
+		file  *dshformat.CacheFile
 		skips []dshformat.RecordSkip
 	)
 	if s.cache != "" {
-		file, skips, err = dshformat.ReadProjcache(ctx, s.cache)
+		file, skips, err = dshformat.ReadCache(ctx, s.cache)
 	} else {
 		what = loc.String() + " projection cache"
 		file, skips, err = loc.Cache(ctx)

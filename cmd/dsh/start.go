@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
@@ -108,7 +108,7 @@ func (a *app) runtime(s catalog) (*subagent.Runtime, error) {
 		Store:       s,
 		LeaseTTL:    cfg.Lease.TTL,
 		Heartbeat:   cfg.Lease.Heartbeat,
-		Checkpoints: checkpoint.WritePolicy{EveryEvents: cfg.Cache.WriteEveryEvents, Interval: cfg.Cache.WriteInterval},
+		Checkpoints: projcache.WritePolicy{EveryEvents: cfg.Cache.WriteEveryEvents, Interval: cfg.Cache.WriteInterval},
 		Now:         a.now,
 	}, nil
 }

@@ -248,7 +248,7 @@ type Leaser interface {
 }
 
 // CheckpointReader reads stored projection checkpoints. The backend stores
-// records; their format and the rules for using them belong to package checkpoint.
+// records; their format and the rules for using them belong to package projcache.
 type CheckpointReader interface {
 	// Checkpoint returns session id's record; found is false when there
 	// is none.
@@ -269,7 +269,7 @@ type CheckpointReader interface {
 type CheckpointWriter interface {
 	// PutCheckpoint replaces the record of rec.Witness.ID as a whole (no
 	// field of an older record survives). The backend does not check the
-	// rows; package checkpoint does before it calls.
+	// rows; package projcache does before it calls.
 	PutCheckpoint(ctx context.Context, rec CheckpointRecord) error
 	// DeleteCheckpoint removes id's record; a missing record is not an
 	// error.

@@ -375,14 +375,14 @@ func (r Refusal) Error() error {
 }
 
 // CheckpointRecord is one stored projection checkpoint. The backend keeps
-// it whole; package checkpoint decides what it means.
+// it whole; package projcache decides what it means.
 type CheckpointRecord struct {
 	// Witness is the header the rows were folded from; Witness.ID is the
 	// session the record belongs to. Absent optional fields stay absent.
 	Witness session.Header
 	// AsOfSeq is the last durable event seq the rows cover (-1: none).
 	AsOfSeq int64
-	// Rows is package checkpoint's encoding of the unit rows, stored as given.
+	// Rows is package projcache's encoding of the unit rows, stored as given.
 	Rows []byte
 }
 

@@ -11,14 +11,14 @@ import (
 	"testing"
 
 	"github.com/dsh-project/dsh/internal/catalog"
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dshformat"
+	"github.com/dsh-project/dsh/internal/projcache"
 )
 
 // inPlace is a DSH corpus read in place, as `--source` reads one.
 type inPlace struct {
 	*dshformat.Corpus
-	*checkpoint.MemoryRecords
+	*projcache.MemoryRecords
 }
 
 // fuzzParentLog is parent p's log in format version with two valid facts
@@ -140,7 +140,7 @@ func FuzzCatalogFactFinding(f *testing.F) {
 			t.Fatal(err)
 		}
 		var reports []Report
-		_, err = Run(ctx, inPlace{c, checkpoint.NewMemoryRecords()}, Options{Strict: true, Select: Selection{All: true}}, func(r Report) error {
+		_, err = Run(ctx, inPlace{c, projcache.NewMemoryRecords()}, Options{Strict: true, Select: Selection{All: true}}, func(r Report) error {
 			reports = append(reports, r)
 			return nil
 		})

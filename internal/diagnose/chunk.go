@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/dsh-project/dsh/internal/backend"
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
@@ -16,7 +16,7 @@ import (
 // chunk being examined: the checkpoint records are read once per chunk, by
 // id, for the ladder and the cache check alike. (Reading a parent's whole
 // range of records, as a listing does, would read it once per chunk.)
-type chunkIdentities struct{ cache *checkpoint.Cache }
+type chunkIdentities struct{ cache *projcache.Cache }
 
 func (c *chunkIdentities) CachedSubagentViews(ctx context.Context, headers []session.Header) (map[string]json.RawMessage, error) {
 	return subagent.CacheIdentities{Cache: c.cache}.CachedSubagentViews(ctx, headers)
@@ -165,8 +165,8 @@ func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]R
 
 // loadRecords reads the checkpoint records of ids into the chunk's cache.
 func (a *auditor) loadRecords(ctx context.Context, ids []string) error {
-	a.records = checkpoint.NewMemoryRecords()
-	a.cache = checkpoint.NewCache(a.records, a.reg)
+	a.records = projcache.NewMemoryRecords()
+	a.cache = projcache.NewCache(a.records, a.reg)
 	a.idents.cache = a.cache
 	return a.view.CheckpointsOf(ctx, ids, func(rec backend.CheckpointRecord) error {
 		return a.records.PutCheckpoint(ctx, rec)

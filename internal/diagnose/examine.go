@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/dsh-project/dsh/internal/backend"
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
@@ -417,9 +417,9 @@ func (a *auditor) checkCache(ctx context.Context, s *sessionAudit, log *backend.
 			return err
 		}
 		switch look.Status {
-		case checkpoint.Foreign:
+		case projcache.Foreign:
 			reportForeign(s, look.Reason)
-		case checkpoint.Poisoned:
+		case projcache.Poisoned:
 			reportPoisoned(s, look.Reason)
 		}
 		return nil
@@ -437,11 +437,11 @@ func (a *auditor) checkCache(ctx context.Context, s *sessionAudit, log *backend.
 	}
 	for _, f := range rep.Findings {
 		switch f.Kind {
-		case checkpoint.KindForeign:
+		case projcache.KindForeign:
 			reportForeign(s, f.Reason)
-		case checkpoint.KindPoisoned:
+		case projcache.KindPoisoned:
 			reportPoisoned(s, f.Reason)
-		case checkpoint.KindMismatch, checkpoint.KindAhead, checkpoint.KindUnitFailed:
+		case projcache.KindMismatch, projcache.KindAhead, projcache.KindUnitFailed:
 			s.add(CacheStale, nil, "the projection checkpoint disagrees with a fold of the log (unit %q: %s)%s", f.Key, f.Reason, served)
 		}
 	}
@@ -451,7 +451,7 @@ func (a *auditor) checkCache(ctx context.Context, s *sessionAudit, log *backend.
 // checkRegistryFold compares the registry fold the store recorded beside
 // the log, which a listing uses in place of reading the log, with a fold
 // of the log as read now.
-func checkRegistryFold(s *sessionAudit, reg *checkpoint.Registry, recorded []byte, log *backend.AuditRead) {
+func checkRegistryFold(s *sessionAudit, reg *projcache.Registry, recorded []byte, log *backend.AuditRead) {
 	if recorded == nil {
 		return
 	}

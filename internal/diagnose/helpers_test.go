@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -93,7 +93,7 @@ func (s *store) checkpoint(h session.Header, events []session.Event) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	if err := checkpoint.NewCache(s.st, reg).Put(s.ctx, h, f.AsOfSeq(), cp); err != nil {
+	if err := projcache.NewCache(s.st, reg).Put(s.ctx, h, f.AsOfSeq(), cp); err != nil {
 		s.t.Fatal(err)
 	}
 }

@@ -9,10 +9,10 @@ import (
 	"strings"
 
 	"github.com/dsh-project/dsh/internal/backend"
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
@@ -125,12 +125,12 @@ type auditor struct {
 	emit   func(Report) error
 	lister *subagent.Lister
 	corpus *corpus.Corpus
-	reg    *checkpoint.Registry
+	reg    *projcache.Registry
 	// records holds the checkpoint records of the chunk being examined,
 	// read in one query; cache reads them, and so does the ladder's cache
 	// rung through idents.
-	records *checkpoint.MemoryRecords
-	cache   *checkpoint.Cache
+	records *projcache.MemoryRecords
+	cache   *projcache.Cache
 	idents  *chunkIdentities
 	leases  leaseIndex
 	summary Summary

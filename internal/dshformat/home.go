@@ -47,11 +47,11 @@ func OpenDSHHome(ctx context.Context, path string) (Source, error) {
 // record file (it is authoritative), otherwise the legacy aggregate
 // storages/session_projcache.json when there is one. A home without either
 // has no cache: (nil, nil, nil).
-func ReadHomeProjcache(ctx context.Context, path string) (*ProjcacheFile, []RecordSkip, error) {
+func ReadHomeProjcache(ctx context.Context, path string) (*CacheFile, []RecordSkip, error) {
 	storages := filepath.Join(path, "storages")
 	tree := filepath.Join(storages, "session_projcache", "sessions")
 	if entries, err := os.ReadDir(tree); err == nil && len(entries) > 0 {
-		return ReadProjcacheRecords(ctx, tree)
+		return ReadCacheRecords(ctx, tree)
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("read projection cache: %w", err)
 	}
@@ -59,6 +59,6 @@ func ReadHomeProjcache(ctx context.Context, path string) (*ProjcacheFile, []Reco
 	if _, err := os.Stat(legacy); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
-	f, err := ReadProjcacheFile(ctx, legacy)
+	f, err := ReadCacheFile(ctx, legacy)
 	return f, nil, err
 }

@@ -131,7 +131,7 @@ func TestOracleProjectionCache(t *testing.T) {
 	for _, name := range dshfixtures.OracleCorpora {
 		exp, _, _ := loadOracle(t, name)
 		dir := exp.Dir
-		cache, err := ReadProjcacheFile(ctx, filepath.Join(dir, exp.Files.ProjectionCache))
+		cache, err := ReadCacheFile(ctx, filepath.Join(dir, exp.Files.ProjectionCache))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,8 +23,8 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/catalog"
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
@@ -232,7 +232,7 @@ var cwd = "/bench/work"
 type generator struct {
 	spec       Spec
 	st         Target
-	reg        *checkpoint.Registry
+	reg        *projcache.Registry
 	forkPrefix []session.Event
 	pending    []planned
 	// pendingEvents counts the events in pending.
@@ -268,7 +268,7 @@ func (g *generator) flush(ctx context.Context) error {
 	}
 	written := 0
 	err := g.st.Update(ctx, func(tx backend.Store) error {
-		cache := checkpoint.NewCache(tx, g.reg)
+		cache := projcache.NewCache(tx, g.reg)
 		for _, p := range g.pending {
 			if err := g.write(ctx, tx, cache, p); err != nil {
 				return err
@@ -297,7 +297,7 @@ func (g *generator) flush(ctx context.Context) error {
 	return nil
 }
 
-func (g *generator) write(ctx context.Context, tx backend.Store, cache *checkpoint.Cache, p planned) error {
+func (g *generator) write(ctx context.Context, tx backend.Store, cache *projcache.Cache, p planned) error {
 	if p.invalid {
 		res, err := tx.ImportSession(ctx, p.h, p.events, nil)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 )
 
 // The projection_checkpoints table (migration 0002) stores the records
-// package checkpoint writes; its witness columns mirror the sessions table's header
+// package projcache writes; its witness columns mirror the sessions table's header
 // columns, so they scan like a header.
 const checkpointColumns = "session_id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, as_of_seq, rows"
 

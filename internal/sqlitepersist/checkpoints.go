@@ -11,7 +11,7 @@ import (
 )
 
 // The projection_checkpoints table (migration 0002) stores the records
-// package checkpoint writes. Its witness columns mirror the sessions table's header
+// package projcache writes. Its witness columns mirror the sessions table's header
 // columns; is_seeded is derived from seed_length.
 
 const checkpointColumns = `session_id, version, created_at, cwd, parent_session, seed_length,

@@ -31,9 +31,9 @@ import (
 	"time"
 
 	"github.com/dsh-project/dsh/internal/backend"
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
@@ -1306,7 +1306,7 @@ func testCheckpoints(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := checkpoint.NewCache(e.b, reg)
+	cache := projcache.NewCache(e.b, reg)
 	if err := cache.Put(e.ctx, h, 0, cp); err != nil {
 		t.Fatal(err)
 	}
@@ -1314,13 +1314,13 @@ func testCheckpoints(t *testing.T, e *env) {
 	if err != nil || !found || !reflect.DeepEqual(rec.Witness, h) || rec.AsOfSeq != 0 {
 		t.Fatalf("Checkpoint = %s %d %v, %v; want the witness as written", headerString(rec.Witness), rec.AsOfSeq, found, err)
 	}
-	if l, err := cache.Lookup(e.ctx, h); err != nil || l.Status != checkpoint.Hit || l.Values[subagent.UnitKey] == nil {
+	if l, err := cache.Lookup(e.ctx, h); err != nil || l.Status != projcache.Hit || l.Values[subagent.UnitKey] == nil {
 		t.Fatalf("Lookup = %+v, %v; want a hit with the subagent view", l, err)
 	}
 	// The witness: an absent field is not a zero one.
 	other := h
 	other.DelegationDepth = nil
-	if l, err := cache.Lookup(e.ctx, other); err != nil || l.Status != checkpoint.Foreign {
+	if l, err := cache.Lookup(e.ctx, other); err != nil || l.Status != projcache.Foreign {
 		t.Errorf("Lookup with delegationDepth absent = %v, %v; want foreign", l.Status, err)
 	}
 	// A row at another state version is discarded, not served.
@@ -1328,7 +1328,7 @@ func testCheckpoints(t *testing.T, e *env) {
 	if err := e.b.PutCheckpoint(e.ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := cache.Lookup(e.ctx, h); err != nil || l.Status != checkpoint.Hit || l.Values[subagent.UnitKey] != nil || l.Dropped[subagent.UnitKey] == "" {
+	if l, err := cache.Lookup(e.ctx, h); err != nil || l.Status != projcache.Hit || l.Values[subagent.UnitKey] != nil || l.Dropped[subagent.UnitKey] == "" {
 		t.Errorf("Lookup of a row at another version = %+v, %v; want it dropped", l, err)
 	}
 	// A record is replaced whole: nothing of the older one survives.

@@ -53,7 +53,7 @@ func (fc *foreignCorpus) child(id string, createdAt int64, label string, opts ..
 
 // lister opens the corpus and returns a foreign lister whose cold reads
 // are counted, with cache (a projection cache file) as rung 2.
-func (fc *foreignCorpus) lister(cache *dshformat.ProjcacheFile) (*Lister, *observedReader) {
+func (fc *foreignCorpus) lister(cache *dshformat.CacheFile) (*Lister, *observedReader) {
 	fc.t.Helper()
 	src, err := dshformat.OpenJSONL(context.Background(), fc.dir)
 	if err != nil {
@@ -70,9 +70,9 @@ func (fc *foreignCorpus) lister(cache *dshformat.ProjcacheFile) (*Lister, *obser
 	return l, reads
 }
 
-// projcacheFile writes DSH's projection cache file with the given records
+// dshCacheFile writes DSH's projection cache file with the given records
 // (session id → record JSON) and reads it back.
-func projcacheFile(t *testing.T, records map[string]string) *dshformat.ProjcacheFile {
+func dshCacheFile(t *testing.T, records map[string]string) *dshformat.CacheFile {
 	t.Helper()
 	var sessions []string
 	for id, rec := range records {
@@ -83,7 +83,7 @@ func projcacheFile(t *testing.T, records map[string]string) *dshformat.Projcache
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := dshformat.ReadProjcacheFile(context.Background(), path)
+	f, err := dshformat.ReadCacheFile(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func cachedRecord(identity string, ver int) string {
 // whose identity (createdAt, cwd) matches the header and whose subagent row
 // has the unit's state version and a valid view, for an unseeded child. Any
 // other record is a miss — the child's log is read — never a verdict.
-func TestForeignListerProjcacheRung2(t *testing.T) {
+func TestForeignListerDSHCacheRung2(t *testing.T) {
 	fc := newForeignCorpus(t)
 	fc.child("a-hit", 2, "from log")
 	fc.child("b-created", 3, "from log")
@@ -110,7 +110,7 @@ func TestForeignListerProjcacheRung2(t *testing.T) {
 	fc.child("f-bad-view", 7, "from log")
 	fc.child("g-no-identity", 8, "from log")
 	fc.child("h-other-cwd", 9, "from log")
-	cache := projcacheFile(t, map[string]string{
+	cache := dshCacheFile(t, map[string]string{
 		"a-hit":     cachedRecord(`{"createdAt": 2, "cwd": "/work"}`, UnitStateVersion),
 		"b-created": cachedRecord(`{"createdAt": 99, "cwd": "/work"}`, UnitStateVersion),
 		"c-cwd":     cachedRecord(`{"createdAt": 4}`, UnitStateVersion),
@@ -223,11 +223,11 @@ func checkForeignOracleReads(t *testing.T, profile dshcompat.Profile, name strin
 	ctx := context.Background()
 	exp := dshfixtures.LoadOracle(t, name)
 	dir := exp.Dir
-	cache, err := dshformat.ReadProjcacheFile(ctx, filepath.Join(dir, exp.Files.ProjectionCache))
+	cache, err := dshformat.ReadCacheFile(ctx, filepath.Join(dir, exp.Files.ProjectionCache))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for variant, file := range map[string]*dshformat.ProjcacheFile{"jsonl": nil, "jsonl+cache": cache} {
+	for variant, file := range map[string]*dshformat.CacheFile{"jsonl": nil, "jsonl+cache": cache} {
 		for key, want := range exp.Listings {
 			fc := &foreignCorpus{t: t, dir: filepath.Join(dir, exp.Files.JSONL)}
 			l, reads := fc.lister(file)

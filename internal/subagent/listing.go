@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -64,7 +64,7 @@ type Lister struct {
 	Cache   IdentityCache // nil: no rung 2
 	// Units is the projection registry folded over a cold child's log; it
 	// must have the `subagent` unit registered (see NewRegistry).
-	Units *checkpoint.Registry
+	Units *projcache.Registry
 	// Profile is whose listing rules apply (--dsh-compat); the zero value
 	// is dshcompat.Default.
 	Profile dshcompat.Profile

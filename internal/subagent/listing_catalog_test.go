@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
@@ -199,8 +199,8 @@ func TestL13ValidThenMalformedIsCorrupt(t *testing.T) {
 }
 
 // identityRow is a checkpoint holding one continuable identity.
-func identityRow(label string, seq int64) checkpoint.Checkpoint {
-	return checkpoint.Checkpoint{UnitKey: {Ver: UnitStateVersion, Seq: seq, Val: []byte(`{"identity":` + identityView(label, seq) + `}`)}}
+func identityRow(label string, seq int64) projcache.Checkpoint {
+	return projcache.Checkpoint{UnitKey: {Ver: UnitStateVersion, Seq: seq, Val: []byte(`{"identity":` + identityView(label, seq) + `}`)}}
 }
 
 // L14: a cached identity of an unseeded cold child is final: its label is
@@ -315,7 +315,7 @@ func TestL16LaterRevisionCutIsNotAWitnessField(t *testing.T) {
 func TestL17CachedNullFallsThrough(t *testing.T) {
 	c := newCatalog(t)
 	h := c.author("valid", childEvents(desc("actually valid")).events)
-	c.putCheckpoint(h, 0, checkpoint.Checkpoint{UnitKey: {Ver: UnitStateVersion, Seq: 0, Val: []byte(`{}`)}})
+	c.putCheckpoint(h, 0, projcache.Checkpoint{UnitKey: {Ver: UnitStateVersion, Seq: 0, Val: []byte(`{}`)}})
 	rows, err := c.children(c.cachedLister(), "parent")
 	expectRows(t, rows, err, `valid continuable "actually valid" inactive`)
 	if n := c.reads.count("valid"); n != 1 {
@@ -513,7 +513,7 @@ func TestL31CacheMissReads(t *testing.T) {
 	l := c.cachedLister()
 	rows, err := c.children(l, "parent")
 	expectRows(t, rows, err, `foreign continuable "foreign child" inactive`)
-	c.putCheckpoint(h, 0, checkpoint.Checkpoint{})
+	c.putCheckpoint(h, 0, projcache.Checkpoint{})
 	rows, err = c.children(l, "parent")
 	expectRows(t, rows, err, `foreign continuable "foreign child" inactive`)
 	if n := c.reads.count("foreign"); n != 2 {
@@ -560,7 +560,7 @@ func TestRung2RecordsNotServed(t *testing.T) {
 		record func(c *catalogue, h session.Header)
 	}{
 		{"wrong state version", func(c *catalogue, h session.Header) {
-			c.putCheckpoint(h, 3, checkpoint.Checkpoint{UnitKey: {Ver: 1, Seq: 2, Val: []byte(`{"identity":` + identityView("stale shape", 2) + `}`)}})
+			c.putCheckpoint(h, 3, projcache.Checkpoint{UnitKey: {Ver: 1, Seq: 2, Val: []byte(`{"identity":` + identityView("stale shape", 2) + `}`)}})
 		}},
 		{"foreign witness", func(c *catalogue, h session.Header) {
 			h.CreatedAt++
@@ -571,7 +571,7 @@ func TestRung2RecordsNotServed(t *testing.T) {
 			c.putCheckpoint(h, 3, identityRow("other lifecycle", 2))
 		}},
 		{"view that fails the strict schema", func(c *catalogue, h session.Header) {
-			c.putCheckpoint(h, 3, checkpoint.Checkpoint{UnitKey: {Ver: UnitStateVersion, Seq: 2, Val: []byte(`{"identity":{"mode":"continuable","seq":2}}`)}})
+			c.putCheckpoint(h, 3, projcache.Checkpoint{UnitKey: {Ver: UnitStateVersion, Seq: 2, Val: []byte(`{"identity":{"mode":"continuable","seq":2}}`)}})
 		}},
 	}
 	for _, tt := range cases {

@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
@@ -166,15 +166,15 @@ func (c *catalogue) checkpoint(h session.Header, events []session.Event) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	if err := checkpoint.NewCache(c.st, reg).Put(c.ctx, h, f.AsOfSeq(), cp); err != nil {
+	if err := projcache.NewCache(c.st, reg).Put(c.ctx, h, f.AsOfSeq(), cp); err != nil {
 		c.t.Fatal(err)
 	}
 }
 
 // putCheckpoint writes a checkpoint record for h holding exactly rows.
-func (c *catalogue) putCheckpoint(h session.Header, asOfSeq int64, rows checkpoint.Checkpoint) {
+func (c *catalogue) putCheckpoint(h session.Header, asOfSeq int64, rows projcache.Checkpoint) {
 	c.t.Helper()
-	if err := checkpoint.NewCache(c.st, NewRegistry()).Put(c.ctx, h, asOfSeq, rows); err != nil {
+	if err := projcache.NewCache(c.st, NewRegistry()).Put(c.ctx, h, asOfSeq, rows); err != nil {
 		c.t.Fatal(err)
 	}
 }

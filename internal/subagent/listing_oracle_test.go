@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -111,7 +111,7 @@ func importOracle(t *testing.T, open func(context.Context) (dshformat.Source, er
 		t.Fatal(err)
 	}
 	reg := subagent.NewRegistry()
-	cache := checkpoint.NewCache(st, reg)
+	cache := projcache.NewCache(st, reg)
 	for _, h := range headers {
 		s, err := src.Read(ctx, h.ID)
 		if err != nil {

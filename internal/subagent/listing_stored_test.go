@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/gencorpus"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -195,7 +195,7 @@ func TestVerifyFoldsReportsAWrongFold(t *testing.T) {
 		t.Fatal(err)
 	}
 	findings, err = cp.VerifyFolds(ctx, nil)
-	if err != nil || len(findings) != 1 || findings[0].SessionID != id || findings[0].Kind != checkpoint.KindFoldMismatch {
+	if err != nil || len(findings) != 1 || findings[0].SessionID != id || findings[0].Kind != projcache.KindFoldMismatch {
 		t.Fatalf("VerifyFolds = %v, %v; want one fold-mismatch for %s", findings, err, id)
 	}
 }

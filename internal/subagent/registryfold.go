@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/dsh-project/dsh/internal/backend"
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -30,7 +30,7 @@ import (
 // RecordRegistryFold records the outcome of fold, a fold of reg over the
 // whole of session id's log as stored in tx, when the store keeps registry
 // folds. Call it in the transaction that stored the log.
-func RecordRegistryFold(ctx context.Context, tx backend.Store, reg *checkpoint.Registry, id string, fold *checkpoint.Fold) error {
+func RecordRegistryFold(ctx context.Context, tx backend.Store, reg *projcache.Registry, id string, fold *projcache.Fold) error {
 	rec, ok := tx.(backend.RegistryFoldRecorder)
 	if !ok {
 		return nil
@@ -38,7 +38,7 @@ func RecordRegistryFold(ctx context.Context, tx backend.Store, reg *checkpoint.R
 	return rec.RecordRegistryFold(ctx, id, encodeRegistryFold(reg, fold))
 }
 
-func encodeRegistryFold(reg *checkpoint.Registry, fold *checkpoint.Fold) []byte {
+func encodeRegistryFold(reg *projcache.Registry, fold *projcache.Fold) []byte {
 	out := []byte(registrySignature(reg))
 	out = append(out, '\n')
 	snap, err := fold.Snapshot()
@@ -53,7 +53,7 @@ func encodeRegistryFold(reg *checkpoint.Registry, fold *checkpoint.Fold) []byte 
 }
 
 // registrySignature names every registered unit with its state version.
-func registrySignature(reg *checkpoint.Registry) string {
+func registrySignature(reg *projcache.Registry) string {
 	var b strings.Builder
 	for i, key := range reg.Keys() {
 		if i > 0 {
@@ -91,7 +91,7 @@ func resolveFold(rec corpus.Record, signature string, fold []byte, own bool) (re
 // registry (a listing ignores those). A listing trusts a recorded fold as
 // it would the log, so any difference is a wrong row: cache verify and
 // diagnose both judge it here.
-func FoldDisagreement(reg *checkpoint.Registry, recorded []byte, events []session.Event, readErr error) string {
+func FoldDisagreement(reg *projcache.Registry, recorded []byte, events []session.Event, readErr error) string {
 	if !recordedUnder(reg, recorded) {
 		return ""
 	}
@@ -108,7 +108,7 @@ func FoldDisagreement(reg *checkpoint.Registry, recorded []byte, events []sessio
 
 // recordedUnder reports whether fold was recorded under reg's units and
 // state versions: the only folds a listing uses.
-func recordedUnder(reg *checkpoint.Registry, fold []byte) bool {
+func recordedUnder(reg *projcache.Registry, fold []byte) bool {
 	sig, _, found := bytes.Cut(fold, []byte("\n"))
 	return found && string(sig) == registrySignature(reg)
 }

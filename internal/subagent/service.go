@@ -7,15 +7,15 @@ import (
 	"fmt"
 
 	"github.com/dsh-project/dsh/internal/backend"
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
 // NewRegistry returns the projection registry dsh folds: the `subagent`
 // identity unit.
-func NewRegistry() *checkpoint.Registry {
-	reg := checkpoint.NewRegistry()
+func NewRegistry() *projcache.Registry {
+	reg := projcache.NewRegistry()
 	if err := RegisterUnit(reg); err != nil {
 		// Registering one unit into an empty registry cannot conflict.
 		panic(fmt.Sprintf("register subagent unit: %v", err))
@@ -79,7 +79,7 @@ func NewLister(r ListingReader, live corpus.LiveSource, cache IdentityCache, col
 // (live is typically the backend itself).
 func NewStoreLister(store ListingStore, live corpus.LiveSource, coldConcurrency int) *Lister {
 	l := NewLister(store, live, nil, coldConcurrency)
-	l.Cache = CacheIdentities{checkpoint.NewCache(store, l.Units)}
+	l.Cache = CacheIdentities{projcache.NewCache(store, l.Units)}
 	l.Snapshot = func(ctx context.Context, headers corpus.HeaderSource, live corpus.LiveSource, fn func(corpus.HeaderSource, corpus.LiveSource) error) error {
 		return store.View(ctx, func(view backend.Store) error {
 			// Bind this store's own headers and leases to the read; any
@@ -173,7 +173,7 @@ func (c batchColdReader) ColdReadMany(ctx context.Context, ids []string, types [
 // CacheIdentities serves rung 2 from dsh's checkpoint cache: the `subagent`
 // view of every record that matches its header's lifecycle and the unit's
 // state version.
-type CacheIdentities struct{ Cache *checkpoint.Cache }
+type CacheIdentities struct{ Cache *projcache.Cache }
 
 // CachedSubagentViews implements IdentityCache with one query.
 func (c CacheIdentities) CachedSubagentViews(ctx context.Context, headers []session.Header) (map[string]json.RawMessage, error) {
@@ -183,7 +183,7 @@ func (c CacheIdentities) CachedSubagentViews(ctx context.Context, headers []sess
 	}
 	views := make(map[string]json.RawMessage, len(found))
 	for id, l := range found {
-		if l.Status != checkpoint.Hit {
+		if l.Status != projcache.Hit {
 			continue
 		}
 		if v, ok := l.Values[UnitKey]; ok {
@@ -196,9 +196,9 @@ func (c CacheIdentities) CachedSubagentViews(ctx context.Context, headers []sess
 // Checkpoints is a dsh store's checkpoint cache together with the readers
 // its maintenance (stats, verify, rebuild) needs.
 type Checkpoints struct {
-	Cache  *checkpoint.Cache
-	Read   checkpoint.ReadFunc
-	Header checkpoint.HeaderFunc
+	Cache  *projcache.Cache
+	Read   projcache.ReadFunc
+	Header projcache.HeaderFunc
 	// tx, when the store has transactions, runs fn in one write
 	// transaction of it.
 	tx func(ctx context.Context, fn func(tx backend.Store) error) error
@@ -211,7 +211,7 @@ type Checkpoints struct {
 // registry, and reports every fold that differs from the refold (a listing
 // trusts it as it would the log). It writes nothing; call it in the same
 // read snapshot as the store it was built on.
-func (c Checkpoints) VerifyFolds(ctx context.Context, ids []string) ([]checkpoint.Finding, error) {
+func (c Checkpoints) VerifyFolds(ctx context.Context, ids []string) ([]projcache.Finding, error) {
 	rep, err := c.VerifyFoldsProgress(ctx, ids, nil)
 	return rep.Findings, err
 }
@@ -221,7 +221,7 @@ type FoldReport struct {
 	// Checked counts the registry folds compared with a refold of their
 	// logs.
 	Checked  int
-	Findings []checkpoint.Finding
+	Findings []projcache.Finding
 }
 
 // VerifyFoldsProgress is VerifyFolds reporting, before each session and at
@@ -257,7 +257,7 @@ func (c Checkpoints) VerifyFoldsProgress(ctx context.Context, ids []string, prog
 		}
 		rep.Checked++
 		if why := FoldDisagreement(reg, fold, events, err); why != "" {
-			rep.Findings = append(rep.Findings, checkpoint.Finding{SessionID: id, Kind: checkpoint.KindFoldMismatch, Reason: why})
+			rep.Findings = append(rep.Findings, projcache.Finding{SessionID: id, Kind: projcache.KindFoldMismatch, Reason: why})
 		}
 	}
 	if progress != nil {
@@ -272,11 +272,11 @@ func (c Checkpoints) VerifyFoldsProgress(ctx context.Context, ids []string, prog
 // after a rebuild too: each session is read, refolded and recorded in one
 // write transaction, so the fold is of the log as stored. A store without
 // transactions gets Cache.Rebuild.
-func (c Checkpoints) Rebuild(ctx context.Context, ids []string, progress func(done, total int)) (checkpoint.RebuildReport, error) {
+func (c Checkpoints) Rebuild(ctx context.Context, ids []string, progress func(done, total int)) (projcache.RebuildReport, error) {
 	if c.tx == nil {
 		return c.Cache.Rebuild(ctx, c.Read, ids, progress)
 	}
-	var rep checkpoint.RebuildReport
+	var rep projcache.RebuildReport
 	if ids == nil {
 		var err error
 		if ids, err = c.Cache.IDs(ctx); err != nil {
@@ -288,9 +288,9 @@ func (c Checkpoints) Rebuild(ctx context.Context, ids []string, progress func(do
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		one := checkpoint.RebuildReport{}
+		one := projcache.RebuildReport{}
 		err := c.tx(ctx, func(tx backend.Store) error {
-			fold, err := checkpoint.NewCache(tx, reg).RebuildOne(ctx, inspectRead(tx), id, &one)
+			fold, err := projcache.NewCache(tx, reg).RebuildOne(ctx, inspectRead(tx), id, &one)
 			if err != nil || fold == nil {
 				return err
 			}
@@ -322,7 +322,7 @@ type CheckpointStore interface {
 // stored prefix), and an unknown session is reported as gone.
 func StoreCheckpoints(store CheckpointStore) Checkpoints {
 	c := Checkpoints{
-		Cache: checkpoint.NewCache(store, NewRegistry()),
+		Cache: projcache.NewCache(store, NewRegistry()),
 		Read:  inspectRead(store),
 		Header: func(ctx context.Context, id string) (session.Header, error) {
 			h, err := store.Header(ctx, id)
@@ -338,7 +338,7 @@ func StoreCheckpoints(store CheckpointStore) Checkpoints {
 
 // inspectRead reads a session's valid stored prefix through r's read-only
 // Inspect, an unknown session reported as gone.
-func inspectRead(r backend.LogReader) checkpoint.ReadFunc {
+func inspectRead(r backend.LogReader) projcache.ReadFunc {
 	return func(ctx context.Context, id string) (session.Header, []session.Event, error) {
 		in, err := r.Inspect(ctx, id)
 		if err != nil {
@@ -350,7 +350,7 @@ func inspectRead(r backend.LogReader) checkpoint.ReadFunc {
 
 func gone(err error) error {
 	if errors.Is(err, backend.ErrNotFound) {
-		return fmt.Errorf("%w: %w", checkpoint.ErrSessionGone, err)
+		return fmt.Errorf("%w: %w", projcache.ErrSessionGone, err)
 	}
 	return err
 }

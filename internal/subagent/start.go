@@ -10,8 +10,8 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/catalog"
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -41,7 +41,7 @@ type Runtime struct {
 	LeaseTTL  time.Duration
 	Heartbeat time.Duration
 	// Checkpoints is the projection cache's write policy for the child.
-	Checkpoints checkpoint.WritePolicy
+	Checkpoints projcache.WritePolicy
 	// Now is the clock recorded in headers and events (nil: time.Now).
 	// Leases are judged by the store's clock, never by this one.
 	Now func() time.Time

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
@@ -281,7 +281,7 @@ func jsonString(s string) string {
 // asOfSeq (written at turn/end and release).
 func (e *runtimeEnv) expectCheckpoint(h session.Header, asOfSeq int64) {
 	e.t.Helper()
-	found, err := checkpoint.NewCache(e.st, NewRegistry()).Lookup(e.ctx, h)
+	found, err := projcache.NewCache(e.st, NewRegistry()).Lookup(e.ctx, h)
 	if err != nil {
 		e.t.Fatal(err)
 	}

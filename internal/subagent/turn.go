@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/dsh-project/dsh/internal/backend"
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -47,9 +47,9 @@ type childWriter struct {
 	now    func() time.Time
 	newID  func() string
 
-	reg  *checkpoint.Registry
-	fold *checkpoint.Fold
-	ckpt *checkpoint.Checkpointer
+	reg  *projcache.Registry
+	fold *projcache.Fold
+	ckpt *projcache.Checkpointer
 	// wrote: the transaction in progress wrote a checkpoint.
 	wrote bool
 	// checkpointErr is the last failed checkpoint write; the cache is
@@ -64,7 +64,7 @@ func (rt *Runtime) newChildWriter(holder backend.LeaseHolder, h session.Header, 
 	reg := NewRegistry()
 	w := &childWriter{
 		store: rt.Store, holder: holder, header: h, shapes: shapesFor(h.Version), now: rt.now, newID: rt.newID,
-		reg: reg, fold: reg.NewFold(), ckpt: checkpoint.NewCheckpointer(rt.Checkpoints),
+		reg: reg, fold: reg.NewFold(), ckpt: projcache.NewCheckpointer(rt.Checkpoints),
 		next: int64(len(existing)),
 	}
 	w.fold.Apply(existing...)
@@ -141,7 +141,7 @@ func (w *childWriter) committed() {
 // started from and each batch appended since).
 func (w *childWriter) checkpoint(ctx context.Context, tx backend.Store) bool {
 	cp, _ := w.fold.Checkpoint() // a failed unit has no row; its failure is published
-	err := checkpoint.NewCache(tx, w.reg).Put(ctx, w.header, w.fold.AsOfSeq(), cp)
+	err := projcache.NewCache(tx, w.reg).Put(ctx, w.header, w.fold.AsOfSeq(), cp)
 	if err == nil {
 		err = RecordRegistryFold(ctx, tx, w.reg, w.header.ID, w.fold)
 	}

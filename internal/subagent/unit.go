@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -121,7 +121,7 @@ func seqValue(raw json.RawMessage) (int64, bool) {
 func OwnSuffix(seq, inheritedCut int64) bool { return seq >= inheritedCut }
 
 // RegisterUnit registers the `subagent` unit in reg.
-func RegisterUnit(reg *checkpoint.Registry) error { return reg.Register(identityUnit{}) }
+func RegisterUnit(reg *projcache.Registry) error { return reg.Register(identityUnit{}) }
 
 // identityUnit is DSH's `subagent` unit. Its state is `{}` or
 // `{"identity":{mode,label?,seq}}`; the last descriptor in the log wins, and

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -33,7 +33,7 @@ func benchLog(dataSize, descEvery int) []session.Event {
 // registry. ns/event must not grow with the size of non-descriptor data:
 // those events are skipped on their type alone.
 func BenchmarkFold(b *testing.B) {
-	reg := checkpoint.NewRegistry()
+	reg := projcache.NewRegistry()
 	if err := RegisterUnit(reg); err != nil {
 		b.Fatal(err)
 	}

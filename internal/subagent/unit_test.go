@@ -13,8 +13,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -45,9 +45,9 @@ func childEvents(d string) *logBuilder {
 	return b.add(session.TypeTurnEnd, `{"turn":1,"reason":{"kind":"completed"}}`)
 }
 
-func newRegistry(t *testing.T) *checkpoint.Registry {
+func newRegistry(t *testing.T) *projcache.Registry {
 	t.Helper()
-	reg := checkpoint.NewRegistry()
+	reg := projcache.NewRegistry()
 	if err := RegisterUnit(reg); err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestHostileUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap, err := reg.Restore(childEvents(desc("poison me")).events)
-	var ue *checkpoint.UnitError
+	var ue *projcache.UnitError
 	if !errors.As(err, &ue) || ue.Key != "hostile" || !strings.Contains(ue.Error(), "poisoned view") {
 		t.Fatalf("error %v, want the hostile unit's failure", err)
 	}

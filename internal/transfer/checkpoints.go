@@ -7,8 +7,8 @@ import (
 	"math"
 
 	"github.com/dsh-project/dsh/internal/backend"
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dshformat"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -27,8 +27,8 @@ type CheckpointTarget interface {
 // possibly stale, never trusted beyond what a checkpoint is — watermarked at
 // the highest row seq. A record with a row dsh cannot store (a state that is
 // not JSON) is left out. It returns the number of checkpoints written.
-func SeedCheckpoints(ctx context.Context, dst CheckpointTarget, file *dshformat.ProjcacheFile) (int, error) {
-	cache := checkpoint.NewCache(dst, subagent.NewRegistry())
+func SeedCheckpoints(ctx context.Context, dst CheckpointTarget, file *dshformat.CacheFile) (int, error) {
+	cache := projcache.NewCache(dst, subagent.NewRegistry())
 	written := 0
 	for _, id := range file.IDs() {
 		h, err := dst.Header(ctx, id)
@@ -56,14 +56,14 @@ func SeedCheckpoints(ctx context.Context, dst CheckpointTarget, file *dshformat.
 
 // checkpointOf converts a cache file record's rows; false when one of them
 // cannot be stored.
-func checkpointOf(rows map[string]dshformat.ProjcacheRow) (checkpoint.Checkpoint, int64, bool) {
-	cp := make(checkpoint.Checkpoint, len(rows))
+func checkpointOf(rows map[string]dshformat.CacheRow) (projcache.Checkpoint, int64, bool) {
+	cp := make(projcache.Checkpoint, len(rows))
 	asOf := int64(-1)
 	for key, r := range rows {
 		if key == "" || r.Ver > math.MaxInt || !json.Valid(r.Val) {
 			return nil, 0, false
 		}
-		cp[key] = checkpoint.Row{Ver: int(r.Ver), Seq: r.Seq, Val: r.Val}
+		cp[key] = projcache.Row{Ver: int(r.Ver), Seq: r.Seq, Val: r.Val}
 		asOf = max(asOf, r.Seq)
 	}
 	return cp, asOf, true

@@ -9,9 +9,9 @@ import (
 	"sync"
 
 	"github.com/dsh-project/dsh/internal/backend"
-	"github.com/dsh-project/dsh/internal/checkpoint"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/storedlog"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -283,7 +283,7 @@ type importer struct {
 	dst   Destination
 	src   dshformat.Source
 	opts  ImportOptions
-	units *checkpoint.Registry
+	units *projcache.Registry
 	// refusalsHeld: the store held records of refused sessions when the
 	// import began, which storing a session may void. Without any, none
 	// is looked for: this import records only sessions it does not
@@ -801,7 +801,7 @@ func (w *importer) checkpoint(ctx context.Context, tx backend.Store, s *dshforma
 		// a listing reports the failure from the fold recorded above.
 		return nil
 	}
-	if err := checkpoint.NewCache(tx, w.units).Put(ctx, s.Header, fold.AsOfSeq(), cp); err != nil {
+	if err := projcache.NewCache(tx, w.units).Put(ctx, s.Header, fold.AsOfSeq(), cp); err != nil {
 		return err
 	}
 	r.Checkpointed = true

@@ -482,7 +482,7 @@ func TestSeedCheckpoints(t *testing.T) {
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	file, err := dshformat.ReadProjcacheFile(ctx, path)
+	file, err := dshformat.ReadCacheFile(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}

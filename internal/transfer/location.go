@@ -106,7 +106,7 @@ func DefaultDSHHome() (string, error) {
 // Cache reads the projection cache the location carries itself (a DSH
 // home's storages/); nil when it has none. Record files dsh cannot use are
 // returned as skips: cache misses, never verdicts.
-func (l Location) Cache(ctx context.Context) (*dshformat.ProjcacheFile, []dshformat.RecordSkip, error) {
+func (l Location) Cache(ctx context.Context) (*dshformat.CacheFile, []dshformat.RecordSkip, error) {
 	if l.Kind != KindDSHHome {
 		return nil, nil, nil
 	}

@@ -1,3 +1,6 @@
+-- dsh's own projection checkpoint cache (package internal/projcache), the
+-- table projection_checkpoints. Not DSH's session_projcache.json file, which
+-- dsh only reads (dshformat.ReadCache) and never stores here.
 -- Projection checkpoint cache, as ../0002_projcache.sql: one record per
 -- session, replaced whole on every write, served only while its witness
 -- columns equal the session's header and each unit row's `ver` equals the

@@ -1,6 +1,6 @@
-// Package checkpoint is dsh's projection registry and its checkpoint cache
-// (DSH's own projection cache file, session_projcache, is read by package
-// dshformat; the two are different formats with different rules).
+// Package projcache is dsh's projection checkpoint cache and the projection
+// registry it caches (DSH's own cache file, session_projcache.json, is read by
+// dshformat.ReadCache; the two are different formats with different rules).
 //
 // A projection unit folds a session's event log into a small state and
 // renders a view of it (DSH's ProjectionDefinition). The registry folds every
@@ -10,7 +10,7 @@
 // never claims events that are not durable, and a record that does not match
 // the session's lifecycle, a unit's state version, or does not decode is
 // ignored, never trusted.
-package checkpoint
+package projcache
 
 import (
 	"encoding/json"

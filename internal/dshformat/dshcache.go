@@ -18,41 +18,41 @@ import (
 // folded from.
 
 const (
-	projcacheUnit    = "session_projcache"
-	projcacheVersion = 3
+	dshCacheUnit    = "session_projcache"
+	dshCacheVersion = 3
 )
 
-// ProjcacheError reports a projection cache file DSH itself would refuse
+// CacheFileError reports a projection cache file DSH itself would refuse
 // to open. Kind is DSH's classification: "malformed-medium",
 // "version-mismatch" or "invalid-record". Malformed media and invalid
 // records match ErrCorrupt.
-type ProjcacheError struct {
+type CacheFileError struct {
 	Path string
 	Kind string
 	Msg  string
 }
 
-func (e *ProjcacheError) Error() string {
+func (e *CacheFileError) Error() string {
 	return fmt.Sprintf("%s: projection cache %s: %s", e.Path, e.Kind, e.Msg)
 }
 
 // Is makes damaged caches (not a version mismatch) match ErrCorrupt.
-func (e *ProjcacheError) Is(target error) bool {
+func (e *CacheFileError) Is(target error) bool {
 	return target == ErrCorrupt && e.Kind != "version-mismatch"
 }
 
-// ProjcacheRow is one persisted projection row: the unit's state version,
+// CacheRow is one persisted projection row: the unit's state version,
 // the last seq folded into it (-1 for none) and its state as JSON.
-type ProjcacheRow struct {
+type CacheRow struct {
 	Ver int64
 	Seq int64
 	Val json.RawMessage
 }
 
-type projcacheRecord struct {
+type cacheRecord struct {
 	createdAt int64
 	cwd       *string
-	rows      map[string]ProjcacheRow
+	rows      map[string]CacheRow
 	// perRecord: read from a per-record document, whose identity is the
 	// full lifecycle witness below (absent lineage reads as unseeded).
 	perRecord           bool
@@ -61,21 +61,21 @@ type projcacheRecord struct {
 	inheritedEventCount int64
 }
 
-// ProjcacheFile is a parsed projection cache file.
-type ProjcacheFile struct {
-	records map[string]projcacheRecord
+// CacheFile is a parsed projection cache file.
+type CacheFile struct {
+	records map[string]cacheRecord
 }
 
-// maxProjcacheFile bounds a projection cache file: DSH keeps one small
+// maxCacheFile bounds a projection cache file: DSH keeps one small
 // record per session in it.
-const maxProjcacheFile = 256 << 20
+const maxCacheFile = 256 << 20
 
-// ReadProjcacheFile reads and validates a projection cache file as DSH's
+// ReadCacheFile reads and validates a projection cache file as DSH's
 // storage layer does when it opens the unit; any failure is a
-// *ProjcacheError, as it would stop DSH's cache service from starting.
+// *CacheFileError, as it would stop DSH's cache service from starting.
 // The file is only read.
-func ReadProjcacheFile(ctx context.Context, path string) (*ProjcacheFile, error) {
-	data, err := boundedfile.Read(ctx, path, maxProjcacheFile)
+func ReadCacheFile(ctx context.Context, path string) (*CacheFile, error) {
+	data, err := boundedfile.Read(ctx, path, maxCacheFile)
 	if err != nil {
 		return nil, fmt.Errorf("read projection cache: %w", err)
 	}
@@ -83,7 +83,7 @@ func ReadProjcacheFile(ctx context.Context, path string) (*ProjcacheFile, error)
 		return nil, err
 	}
 	fail := func(kind, format string, args ...any) error {
-		return &ProjcacheError{Path: path, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+		return &CacheFileError{Path: path, Kind: kind, Msg: fmt.Sprintf(format, args...)}
 	}
 	doc, err := jsjson.ParseObject(jsjson.WellFormedUTF8(data))
 	if err != nil {
@@ -95,14 +95,14 @@ func ReadProjcacheFile(ctx context.Context, path string) (*ProjcacheFile, error)
 		return nil, fail("malformed-medium", "unit is not an object")
 	}
 	name, _ := jsjson.LastMember(unit, "name")
-	if jsjson.UnquoteIfString(name.Value) != projcacheUnit {
-		return nil, fail("malformed-medium", "unit name is not %q", projcacheUnit)
+	if jsjson.UnquoteIfString(name.Value) != dshCacheUnit {
+		return nil, fail("malformed-medium", "unit name is not %q", dshCacheUnit)
 	}
 	version, _ := jsjson.LastMember(unit, "version")
-	if v, isNum := jsjson.NumberValue(version.Value); !isNum || v != projcacheVersion {
-		return nil, fail("version-mismatch", "unit version %s, dsh reads version %d", version.Value, projcacheVersion)
+	if v, isNum := jsjson.NumberValue(version.Value); !isNum || v != dshCacheVersion {
+		return nil, fail("version-mismatch", "unit version %s, dsh reads version %d", version.Value, dshCacheVersion)
 	}
-	f := &ProjcacheFile{records: make(map[string]projcacheRecord)}
+	f := &CacheFile{records: make(map[string]cacheRecord)}
 	tablesMember, ok := jsjson.LastMember(doc, "tables")
 	if !ok {
 		return f, nil
@@ -122,7 +122,7 @@ func ReadProjcacheFile(ctx context.Context, path string) (*ProjcacheFile, error)
 	}
 	records, _ := jsjson.ParseObject(sessions.Value)
 	for _, r := range records {
-		rec, err := decodeProjcacheRecord(r.Value)
+		rec, err := decodeCacheRecord(r.Value)
 		if err != nil {
 			return nil, fail("invalid-record", "session %q: %v", r.Key, err)
 		}
@@ -131,8 +131,8 @@ func ReadProjcacheFile(ctx context.Context, path string) (*ProjcacheFile, error)
 	return f, nil
 }
 
-func decodeProjcacheRecord(raw []byte) (projcacheRecord, error) {
-	var rec projcacheRecord
+func decodeCacheRecord(raw []byte) (cacheRecord, error) {
+	var rec cacheRecord
 	members, err := jsjson.ParseObject(raw)
 	if err != nil {
 		return rec, fmt.Errorf("record is not an object")
@@ -160,13 +160,13 @@ func decodeProjcacheRecord(raw []byte) (projcacheRecord, error) {
 	if err != nil {
 		return rec, fmt.Errorf("rows is not an object")
 	}
-	rec.rows = make(map[string]ProjcacheRow, len(rows))
+	rec.rows = make(map[string]CacheRow, len(rows))
 	for _, r := range rows {
 		fields, err := jsjson.ParseObject(r.Value)
 		if err != nil {
 			return rec, fmt.Errorf("row %q is not an object", r.Key)
 		}
-		var row ProjcacheRow
+		var row CacheRow
 		ver, _ := jsjson.LastMember(fields, "ver")
 		if row.Ver, _, ok = jsjson.SafeInteger(ver.Value); !ok || row.Ver < 0 {
 			return rec, fmt.Errorf("row %q: ver is not a non-negative safe integer", r.Key)
@@ -196,7 +196,7 @@ func decodeProjcacheRecord(raw []byte) (projcacheRecord, error) {
 // headers; import looks up the stored ones). A record of another
 // identity — a recreated id, a swapped store, a migrated log — is a miss,
 // never a verdict. The map is the caller's to keep.
-func (f *ProjcacheFile) Lookup(h session.Header) (map[string]ProjcacheRow, bool) {
+func (f *CacheFile) Lookup(h session.Header) (map[string]CacheRow, bool) {
 	rec, ok := f.records[h.ID]
 	if !ok || rec.createdAt != h.CreatedAt || (rec.cwd == nil) != (h.Cwd == nil) || (rec.cwd != nil && *rec.cwd != *h.Cwd) {
 		return nil, false
@@ -213,7 +213,7 @@ func (f *ProjcacheFile) Lookup(h session.Header) (map[string]ProjcacheRow, bool)
 			return nil, false
 		}
 	}
-	rows := make(map[string]ProjcacheRow, len(rec.rows))
+	rows := make(map[string]CacheRow, len(rec.rows))
 	for k, r := range rec.rows {
 		rows[k] = r
 	}
@@ -223,7 +223,7 @@ func (f *ProjcacheFile) Lookup(h session.Header) (map[string]ProjcacheRow, bool)
 // LookupRC8 is Lookup as DSH 0.1.0-rc.8 reads its cache: only records of
 // its own aggregate file, none of a later release's per-record cache
 // (whose identities a later fold, reading descriptor version 3, made).
-func (f *ProjcacheFile) LookupRC8(h session.Header) (map[string]ProjcacheRow, bool) {
+func (f *CacheFile) LookupRC8(h session.Header) (map[string]CacheRow, bool) {
 	if rec, ok := f.records[h.ID]; !ok || rec.perRecord {
 		return nil, false
 	}
@@ -233,8 +233,8 @@ func (f *ProjcacheFile) LookupRC8(h session.Header) (map[string]ProjcacheRow, bo
 // RC8Only returns the cache as DSH 0.1.0-rc.8 reads it: f without the
 // records of a later release's per-record cache (f itself when it has
 // none).
-func (f *ProjcacheFile) RC8Only() *ProjcacheFile {
-	out := &ProjcacheFile{records: make(map[string]projcacheRecord, len(f.records))}
+func (f *CacheFile) RC8Only() *CacheFile {
+	out := &CacheFile{records: make(map[string]cacheRecord, len(f.records))}
 	for id, rec := range f.records {
 		if !rec.perRecord {
 			out.records[id] = rec
@@ -247,7 +247,7 @@ func (f *ProjcacheFile) RC8Only() *ProjcacheFile {
 }
 
 // IDs returns the session ids the file holds records for, sorted.
-func (f *ProjcacheFile) IDs() []string {
+func (f *CacheFile) IDs() []string {
 	ids := make([]string, 0, len(f.records))
 	for id := range f.records {
 		ids = append(ids, id)

@@ -1,4 +1,4 @@
-package checkpoint_test
+package projcache_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
@@ -51,13 +51,13 @@ type storedLog struct {
 func (m memStore) read(_ context.Context, id string) (session.Header, []session.Event, error) {
 	s, ok := m[id]
 	if !ok {
-		return session.Header{}, nil, fmt.Errorf("read %s: %w", id, checkpoint.ErrSessionGone)
+		return session.Header{}, nil, fmt.Errorf("read %s: %w", id, projcache.ErrSessionGone)
 	}
 	return s.h, s.events, nil
 }
 
 // folded folds a log with reg and returns its checkpoint and watermark.
-func folded(t *testing.T, reg *checkpoint.Registry, log []session.Event) (checkpoint.Checkpoint, int64) {
+func folded(t *testing.T, reg *projcache.Registry, log []session.Event) (projcache.Checkpoint, int64) {
 	t.Helper()
 	f := reg.NewFold()
 	f.Apply(log...)
@@ -72,9 +72,9 @@ func TestLookupHit(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	reg := registry(t, countUnit{ver: 1})
-	c := checkpoint.NewCache(db, reg)
+	c := projcache.NewCache(db, reg)
 	h := childHeader("c1")
-	if l, err := c.Lookup(ctx, h); err != nil || l.Status != checkpoint.Miss {
+	if l, err := c.Lookup(ctx, h); err != nil || l.Status != projcache.Miss {
 		t.Fatalf("empty cache: %v %v", l.Status, err)
 	}
 	cp, asOf := folded(t, reg, events("turn/start", descA, "turn/end"))
@@ -85,7 +85,7 @@ func TestLookupHit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Status != checkpoint.Hit || l.AsOfSeq != 2 || len(l.Dropped) != 0 {
+	if l.Status != projcache.Hit || l.AsOfSeq != 2 || len(l.Dropped) != 0 {
 		t.Fatalf("lookup %+v", l)
 	}
 	if string(l.Values["subagent"]) != `{"mode":"continuable","label":"a","seq":1}` || string(l.Values["count"]) != "3" {
@@ -102,7 +102,7 @@ func TestLookupForeign(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	reg := registry(t)
-	c := checkpoint.NewCache(db, reg)
+	c := projcache.NewCache(db, reg)
 	stored := childHeader("c1")
 	cp, asOf := folded(t, reg, events(descA))
 	if err := c.Put(ctx, stored, asOf, cp); err != nil {
@@ -135,7 +135,7 @@ func TestLookupForeign(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if l.Status != checkpoint.Foreign || l.Values != nil || l.Reason != "witness field "+tc.field+" differs from the header" {
+			if l.Status != projcache.Foreign || l.Values != nil || l.Reason != "witness field "+tc.field+" differs from the header" {
 				t.Fatalf("lookup %+v", l)
 			}
 		})
@@ -148,10 +148,10 @@ func TestLookupForeign(t *testing.T) {
 	}
 	withDepth := bare
 	withDepth.DelegationDepth = ptr(int64(0))
-	if l, _ := c.Lookup(ctx, withDepth); l.Status != checkpoint.Foreign {
+	if l, _ := c.Lookup(ctx, withDepth); l.Status != projcache.Foreign {
 		t.Fatalf("absent vs 0 delegationDepth: %v", l.Status)
 	}
-	if l, _ := c.Lookup(ctx, bare); l.Status != checkpoint.Hit {
+	if l, _ := c.Lookup(ctx, bare); l.Status != projcache.Hit {
 		t.Fatalf("same bare header: %v", l.Status)
 	}
 }
@@ -164,14 +164,14 @@ func TestLookupStateVersion(t *testing.T) {
 	h := childHeader("c1")
 	old := registry(t, countUnit{ver: 1})
 	cp, asOf := folded(t, old, events(descA, "turn/end"))
-	if err := checkpoint.NewCache(db, old).Put(ctx, h, asOf, cp); err != nil {
+	if err := projcache.NewCache(db, old).Put(ctx, h, asOf, cp); err != nil {
 		t.Fatal(err)
 	}
-	l, err := checkpoint.NewCache(db, registry(t, countUnit{ver: 2})).Lookup(ctx, h)
+	l, err := projcache.NewCache(db, registry(t, countUnit{ver: 2})).Lookup(ctx, h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Status != checkpoint.Hit || len(l.Values) != 1 || string(l.Values["subagent"]) != `{"mode":"continuable","label":"a","seq":0}` {
+	if l.Status != projcache.Hit || len(l.Values) != 1 || string(l.Values["subagent"]) != `{"mode":"continuable","label":"a","seq":0}` {
 		t.Fatalf("lookup %+v", l)
 	}
 	if _, ok := l.Rows["count"]; ok || l.Dropped["count"] != "state version 1, registered 2" {
@@ -185,7 +185,7 @@ func TestLookupPoisoned(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	reg := registry(t)
-	c := checkpoint.NewCache(db, reg)
+	c := projcache.NewCache(db, reg)
 	h := childHeader("c1")
 	cp, asOf := folded(t, reg, events(descA))
 	for _, bad := range []string{
@@ -203,7 +203,7 @@ func TestLookupPoisoned(t *testing.T) {
 			t.Fatal(err)
 		}
 		l, err := c.Lookup(ctx, h)
-		if err != nil || l.Status != checkpoint.Poisoned || l.Values != nil || l.Reason == "" {
+		if err != nil || l.Status != projcache.Poisoned || l.Values != nil || l.Reason == "" {
 			t.Errorf("rows %q: %+v, %v", bad, l, err)
 		}
 	}
@@ -213,7 +213,7 @@ func TestPutReplacesWholeRecord(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	reg := registry(t, countUnit{ver: 1})
-	c := checkpoint.NewCache(db, reg)
+	c := projcache.NewCache(db, reg)
 	h := childHeader("c1")
 	cp, asOf := folded(t, reg, events(descA, "turn/end"))
 	if err := c.Put(ctx, h, asOf, cp); err != nil {
@@ -225,7 +225,7 @@ func TestPutReplacesWholeRecord(t *testing.T) {
 	cp2, asOf2 := folded(t, only, events(descA, "turn/end", "turn/start"))
 	newLife := h
 	newLife.CreatedAt++
-	if err := checkpoint.NewCache(db, only).Put(ctx, newLife, asOf2, cp2); err != nil {
+	if err := projcache.NewCache(db, only).Put(ctx, newLife, asOf2, cp2); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -236,11 +236,11 @@ func TestPutReplacesWholeRecord(t *testing.T) {
 	if n != 1 || strings.Contains(rows, "count") {
 		t.Fatalf("%d records, rows %s", n, rows)
 	}
-	if l, _ := c.Lookup(ctx, h); l.Status != checkpoint.Foreign {
+	if l, _ := c.Lookup(ctx, h); l.Status != projcache.Foreign {
 		t.Fatalf("old lifecycle: %v", l.Status)
 	}
 	l, _ := c.Lookup(ctx, newLife)
-	if l.Status != checkpoint.Hit || l.AsOfSeq != 2 || len(l.Values) != 1 || l.Dropped != nil {
+	if l.Status != projcache.Hit || l.AsOfSeq != 2 || len(l.Values) != 1 || l.Dropped != nil {
 		t.Fatalf("new lifecycle: %+v", l)
 	}
 }
@@ -250,9 +250,9 @@ func TestPutReplacesWholeRecord(t *testing.T) {
 func TestPutRefuses(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	c := checkpoint.NewCache(db, registry(t))
+	c := projcache.NewCache(db, registry(t))
 	h := childHeader("c1")
-	for name, cp := range map[string]checkpoint.Checkpoint{
+	for name, cp := range map[string]projcache.Checkpoint{
 		"ahead":    {"subagent": {Ver: 2, Seq: 5, Val: json.RawMessage(`{}`)}},
 		"not json": {"subagent": {Ver: 2, Seq: 1, Val: json.RawMessage(`{`)}},
 		"no key":   {"": {Ver: 2, Seq: 1, Val: json.RawMessage(`{}`)}},
@@ -261,13 +261,13 @@ func TestPutRefuses(t *testing.T) {
 			t.Errorf("%s: written", name)
 		}
 	}
-	if l, _ := c.Lookup(ctx, h); l.Status != checkpoint.Miss {
+	if l, _ := c.Lookup(ctx, h); l.Status != projcache.Miss {
 		t.Fatalf("a refused put left a record: %v", l.Status)
 	}
 }
 
 // putOneShot writes h's checkpoint: a one-shot identity labelled n<i>.
-func putOneShot(t *testing.T, c *checkpoint.Cache, reg *checkpoint.Registry, h session.Header, i int) {
+func putOneShot(t *testing.T, c *projcache.Cache, reg *projcache.Registry, h session.Header, i int) {
 	t.Helper()
 	cp, asOf := folded(t, reg, events("turn/start", fmt.Sprintf(`subagent/descriptor={"version":2,"mode":"one-shot","provider":"spawn","label":"n%d"}`, i)))
 	if err := c.Put(context.Background(), h, asOf, cp); err != nil {
@@ -279,7 +279,7 @@ func TestLookupMany(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	reg := registry(t)
-	c := checkpoint.NewCache(db, reg)
+	c := projcache.NewCache(db, reg)
 	var headers []session.Header
 	for i := range 5 {
 		h := childHeader(fmt.Sprintf("child-%d", i))
@@ -298,7 +298,7 @@ func TestLookupMany(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]checkpoint.Status{"child-0": checkpoint.Hit, "child-1": checkpoint.Hit, "child-2": checkpoint.Poisoned, "child-3": checkpoint.Foreign, "child-4": checkpoint.Miss}
+	want := map[string]projcache.Status{"child-0": projcache.Hit, "child-1": projcache.Hit, "child-2": projcache.Poisoned, "child-3": projcache.Foreign, "child-4": projcache.Miss}
 	if len(got) != len(want) {
 		t.Fatalf("got %d lookups", len(got))
 	}
@@ -325,7 +325,7 @@ func TestDeleteClearIDs(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	reg := registry(t)
-	c := checkpoint.NewCache(db, reg)
+	c := projcache.NewCache(db, reg)
 	cp, asOf := folded(t, reg, events(descA))
 	for _, id := range []string{"b", "a", "c"} {
 		if err := c.Put(ctx, childHeader(id), asOf, cp); err != nil {
@@ -365,7 +365,7 @@ func maintenanceCorpus(t *testing.T) maintenance {
 	db := openDB(t)
 	st := db
 	reg := registry(t, countUnit{ver: 1})
-	c := checkpoint.NewCache(db, reg)
+	c := projcache.NewCache(db, reg)
 	m := maintenance{store: st, path: st.Path(), headers: map[string]session.Header{}}
 	for _, id := range maintenanceIDs {
 		h := childHeader(id)
@@ -400,17 +400,17 @@ func maintenanceCorpus(t *testing.T) maintenance {
 }
 
 // cache opens the cache of a store with the maintenance units registered.
-func (m maintenance) cache(t *testing.T, st *sqlitepersist.Store) *checkpoint.Cache {
-	return checkpoint.NewCache(st, registry(t, countUnit{ver: 1}))
+func (m maintenance) cache(t *testing.T, st *sqlitepersist.Store) *projcache.Cache {
+	return projcache.NewCache(st, registry(t, countUnit{ver: 1}))
 }
 
 // storeReader is the adapter a caller writes: the store's full read, with
 // its not-found error translated for the cache.
-func storeReader(st *sqlitepersist.Store) checkpoint.ReadFunc {
+func storeReader(st *sqlitepersist.Store) projcache.ReadFunc {
 	return func(ctx context.Context, id string) (session.Header, []session.Event, error) {
 		ins, err := st.Inspect(ctx, id)
 		if errors.Is(err, sqlitepersist.ErrNotFound) {
-			return session.Header{}, nil, fmt.Errorf("%w: %w", checkpoint.ErrSessionGone, err)
+			return session.Header{}, nil, fmt.Errorf("%w: %w", projcache.ErrSessionGone, err)
 		}
 		if err != nil {
 			return session.Header{}, nil, err
@@ -419,11 +419,11 @@ func storeReader(st *sqlitepersist.Store) checkpoint.ReadFunc {
 	}
 }
 
-func storeHeaders(st *sqlitepersist.Store) checkpoint.HeaderFunc {
+func storeHeaders(st *sqlitepersist.Store) projcache.HeaderFunc {
 	return func(ctx context.Context, id string) (session.Header, error) {
 		h, err := st.Header(ctx, id)
 		if errors.Is(err, sqlitepersist.ErrNotFound) {
-			return session.Header{}, fmt.Errorf("%w: %w", checkpoint.ErrSessionGone, err)
+			return session.Header{}, fmt.Errorf("%w: %w", projcache.ErrSessionGone, err)
 		}
 		return h, err
 	}
@@ -505,7 +505,7 @@ func TestVerifyAhead(t *testing.T) {
 	ctx := context.Background()
 	m := maintenanceCorpus(t)
 	c := m.cache(t, m.store)
-	ahead := checkpoint.Checkpoint{"subagent": {Ver: 2, Seq: 9, Val: json.RawMessage(`{}`)}}
+	ahead := projcache.Checkpoint{"subagent": {Ver: 2, Seq: 9, Val: json.RawMessage(`{}`)}}
 	if err := c.Put(ctx, m.headers["c-ok"], 9, ahead); err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ func TestStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := checkpoint.Stats{
+	want := projcache.Stats{
 		Records:  7,
 		Units:    map[string]map[int]int{"subagent": {2: 6}, "count": {1: 5, 0: 1}},
 		Stale:    1,
@@ -554,7 +554,7 @@ func TestRebuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Rewritten != 6 || len(rep.Removed) != 1 || rep.Removed[0].SessionID != "c-orphan" || rep.Removed[0].Kind != checkpoint.KindOrphan || len(rep.UnitFailures) != 0 {
+	if rep.Rewritten != 6 || len(rep.Removed) != 1 || rep.Removed[0].SessionID != "c-orphan" || rep.Removed[0].Kind != projcache.KindOrphan || len(rep.UnitFailures) != 0 {
 		t.Fatalf("report %+v", rep)
 	}
 	if !reflect.DeepEqual(calls, []int{1, 2, 3, 4, 5, 6, 7}) {
@@ -566,7 +566,7 @@ func TestRebuild(t *testing.T) {
 	}
 	for id, h := range m.headers {
 		l, err := c.Lookup(ctx, h)
-		if err != nil || l.Status != checkpoint.Hit || l.AsOfSeq != 2 || string(l.Values["subagent"]) != `{"mode":"continuable","label":"a","seq":1}` || string(l.Values["count"]) != "3" {
+		if err != nil || l.Status != projcache.Hit || l.AsOfSeq != 2 || string(l.Values["subagent"]) != `{"mode":"continuable","label":"a","seq":1}` || string(l.Values["count"]) != "3" {
 			t.Errorf("%s after rebuild: %+v %v", id, l, err)
 		}
 	}
@@ -577,7 +577,7 @@ func TestRebuild(t *testing.T) {
 func TestRebuildUnitFailure(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	c := checkpoint.NewCache(db, registry(t, trapUnit{}))
+	c := projcache.NewCache(db, registry(t, trapUnit{}))
 	h := childHeader("c1")
 	store := memStore{"c1": {h, events(descA, "x/fail")}}
 	rep, err := c.Rebuild(ctx, store.read, []string{"c1"}, nil)
@@ -588,7 +588,7 @@ func TestRebuildUnitFailure(t *testing.T) {
 		t.Fatalf("report %+v", rep)
 	}
 	l, _ := c.Lookup(ctx, h)
-	if l.Status != checkpoint.Hit || len(l.Values) != 1 || l.Values["subagent"] == nil {
+	if l.Status != projcache.Hit || len(l.Values) != 1 || l.Values["subagent"] == nil {
 		t.Fatalf("lookup %+v", l)
 	}
 }
@@ -597,7 +597,7 @@ func TestRebuildUnreadableLogRemovesRecord(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	reg := registry(t)
-	c := checkpoint.NewCache(db, reg)
+	c := projcache.NewCache(db, reg)
 	h := childHeader("c1")
 	cp, asOf := folded(t, reg, events(descA))
 	if err := c.Put(ctx, h, asOf, cp); err != nil {
@@ -607,10 +607,10 @@ func TestRebuildUnreadableLogRemovesRecord(t *testing.T) {
 		return session.Header{}, nil, fmt.Errorf("seq 3 is not contiguous; expected 2")
 	}
 	rep, err := c.Rebuild(ctx, broken, []string{"c1"}, nil)
-	if err != nil || len(rep.Removed) != 1 || rep.Removed[0].Kind != checkpoint.KindUnreadable || !strings.Contains(rep.Removed[0].Reason, "not contiguous") {
+	if err != nil || len(rep.Removed) != 1 || rep.Removed[0].Kind != projcache.KindUnreadable || !strings.Contains(rep.Removed[0].Reason, "not contiguous") {
 		t.Fatalf("%+v %v", rep, err)
 	}
-	if l, _ := c.Lookup(ctx, h); l.Status != checkpoint.Miss {
+	if l, _ := c.Lookup(ctx, h); l.Status != projcache.Miss {
 		t.Fatalf("record kept: %v", l.Status)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
@@ -628,7 +628,7 @@ func TestLookupManyByParentRange(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	reg := registry(t)
-	c := checkpoint.NewCache(db, reg)
+	c := projcache.NewCache(db, reg)
 	var headers []session.Header
 	for i := range 40 {
 		h := childHeader(fmt.Sprintf("child-%02d", i))
@@ -658,8 +658,8 @@ func TestLookupManyByParentRange(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if one.Status == checkpoint.Foreign {
-			if got[h.ID].Status != checkpoint.Miss {
+		if one.Status == projcache.Foreign {
+			if got[h.ID].Status != projcache.Miss {
 				t.Errorf("%s: LookupMany %v, want a miss for another parent's record", h.ID, got[h.ID].Status)
 			}
 			continue
@@ -668,7 +668,7 @@ func TestLookupManyByParentRange(t *testing.T) {
 			t.Errorf("%s: LookupMany %+v, Lookup %+v", h.ID, got[h.ID], one)
 		}
 	}
-	if got["child-02"].Status != checkpoint.Poisoned || got["child-39"].Status != checkpoint.Miss || got["child-07"].Status != checkpoint.Hit {
+	if got["child-02"].Status != projcache.Poisoned || got["child-39"].Status != projcache.Miss || got["child-07"].Status != projcache.Hit {
 		t.Fatalf("statuses: %v %v %v", got["child-02"].Status, got["child-39"].Status, got["child-07"].Status)
 	}
 }
@@ -680,8 +680,8 @@ func TestCheckpointKeepsLoneSurrogates(t *testing.T) {
 	db := openDB(t)
 	h := childHeader("c")
 	reg := registry(t, countUnit{ver: 1})
-	cp := checkpoint.Checkpoint{"count": {Ver: 1, Seq: 0, Val: json.RawMessage("{ \"s\" : \"\\ud800\" }")}}
-	if err := checkpoint.NewCache(db, reg).Put(ctx, h, 0, cp); err != nil {
+	cp := projcache.Checkpoint{"count": {Ver: 1, Seq: 0, Val: json.RawMessage("{ \"s\" : \"\\ud800\" }")}}
+	if err := projcache.NewCache(db, reg).Put(ctx, h, 0, cp); err != nil {
 		t.Fatal(err)
 	}
 	rec, found, err := db.Checkpoint(ctx, "c")

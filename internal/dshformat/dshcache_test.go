@@ -27,14 +27,14 @@ const cacheDoc = `{
 }
 `
 
-func readCache(t *testing.T, doc string) (*ProjcacheFile, error) {
+func readCache(t *testing.T, doc string) (*CacheFile, error) {
 	t.Helper()
-	return ReadProjcacheFile(context.Background(), writeFile(t, t.TempDir(), "session_projcache.json", []byte(doc)))
+	return ReadCacheFile(context.Background(), writeFile(t, t.TempDir(), "session_projcache.json", []byte(doc)))
 }
 
 // Records are served only to a header of the same identity (createdAt,
 // and cwd present-and-equal or absent in both); values come back compact.
-func TestProjcacheLookup(t *testing.T) {
+func TestDSHCacheLookup(t *testing.T) {
 	f, err := readCache(t, cacheDoc)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestProjcacheLookup(t *testing.T) {
 }
 
 // Files DSH's storage layer refuses to open are refused, by kind.
-func TestProjcacheRefusals(t *testing.T) {
+func TestDSHCacheRefusals(t *testing.T) {
 	unit := `"unit":{"name":"session_projcache","version":3}`
 	for _, c := range []struct{ doc, kind string }{
 		{`not json`, "malformed-medium"},
@@ -79,7 +79,7 @@ func TestProjcacheRefusals(t *testing.T) {
 		{`{` + unit + `,"tables":{"sessions":{"a":{"identity":{"createdAt":1},"rows":{"k":{"ver":1,"seq":0}}}}}}`, "invalid-record"},
 	} {
 		_, err := readCache(t, c.doc)
-		var pe *ProjcacheError
+		var pe *CacheFileError
 		if !errors.As(err, &pe) || pe.Kind != c.kind || errors.Is(err, ErrCorrupt) == (c.kind == "version-mismatch") {
 			t.Errorf("%s: %v, want %s", c.doc, err, c.kind)
 		}

@@ -1,11 +1,11 @@
-package checkpoint_test
+package projcache_test
 
 import (
 	"context"
 	"fmt"
 	"testing"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -15,11 +15,11 @@ const benchChildren = 10_000
 
 // benchCache stores one checkpoint for each of a parent's 10,000 unseeded
 // children and returns their headers.
-func benchCache(b *testing.B) (*checkpoint.Cache, []session.Header) {
+func benchCache(b *testing.B) (*projcache.Cache, []session.Header) {
 	b.Helper()
 	ctx := context.Background()
 	st := openDB(b)
-	reg := checkpoint.NewRegistry()
+	reg := projcache.NewRegistry()
 	if err := subagent.RegisterUnit(reg); err != nil {
 		b.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func benchCache(b *testing.B) (*checkpoint.Cache, []session.Header) {
 	}
 	headers := make([]session.Header, benchChildren)
 	err = st.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
-		c := checkpoint.NewCache(tx, reg)
+		c := projcache.NewCache(tx, reg)
 		for i := range headers {
 			h := childHeader(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i))
 			h.SeedLength = nil
@@ -45,7 +45,7 @@ func benchCache(b *testing.B) (*checkpoint.Cache, []session.Header) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return checkpoint.NewCache(st, reg), headers
+	return projcache.NewCache(st, reg), headers
 }
 
 // BenchmarkLookup10k reads the checkpoints of one parent's 10,000 children:
@@ -59,7 +59,7 @@ func BenchmarkLookup10k(b *testing.B) {
 	b.Run("LookupMany", func(b *testing.B) {
 		for b.Loop() {
 			got, err := c.LookupMany(ctx, headers)
-			if err != nil || len(got) != benchChildren || got[headers[0].ID].Status != checkpoint.Hit {
+			if err != nil || len(got) != benchChildren || got[headers[0].ID].Status != projcache.Hit {
 				b.Fatalf("%d lookups, %v", len(got), err)
 			}
 		}
@@ -69,7 +69,7 @@ func BenchmarkLookup10k(b *testing.B) {
 		for b.Loop() {
 			for _, h := range headers {
 				l, err := c.Lookup(ctx, h)
-				if err != nil || l.Status != checkpoint.Hit {
+				if err != nil || l.Status != projcache.Hit {
 					b.Fatalf("%s: %v %v", h.ID, l.Status, err)
 				}
 			}

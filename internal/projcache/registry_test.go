@@ -1,4 +1,4 @@
-package checkpoint_test
+package projcache_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-project/dsh/internal/checkpoint"
+	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
@@ -52,9 +52,9 @@ func (trapUnit) Apply(s json.RawMessage, e session.Event) (json.RawMessage, erro
 	return s, nil
 }
 
-func registry(t *testing.T, units ...checkpoint.Unit) *checkpoint.Registry {
+func registry(t *testing.T, units ...projcache.Unit) *projcache.Registry {
 	t.Helper()
-	reg := checkpoint.NewRegistry()
+	reg := projcache.NewRegistry()
 	if err := subagent.RegisterUnit(reg); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestFoldIncremental(t *testing.T) {
 	if err != nil || f.Err() != nil {
 		t.Fatal(err, f.Err())
 	}
-	wantCP := checkpoint.Checkpoint{
+	wantCP := projcache.Checkpoint{
 		"subagent": {Ver: 2, Seq: 4, Val: json.RawMessage(`{"identity":{"mode":"continuable","label":"a","seq":2}}`)},
 		"count":    {Ver: 1, Seq: 4, Val: json.RawMessage(`5`)},
 	}
@@ -171,7 +171,7 @@ func TestUnitFailures(t *testing.T) {
 				t.Fatal("a live fold does not report the failure")
 			}
 			snap, err := reg.Restore(events("turn/start", c.typ, descA))
-			var ue *checkpoint.UnitError
+			var ue *projcache.UnitError
 			if !errors.As(err, &ue) || ue.Key != "trap" || !strings.Contains(ue.Error(), c.msg) {
 				t.Fatalf("error %v, want trap's %q", err, c.msg)
 			}
@@ -193,7 +193,7 @@ func TestUnitFailures(t *testing.T) {
 		f := registry(t, trapUnit{}).NewFold()
 		f.Apply(events("x/garbage", descA)...)
 		cp, err := f.Checkpoint()
-		var ue *checkpoint.UnitError
+		var ue *projcache.UnitError
 		if !errors.As(err, &ue) || ue.Key != "trap" || !strings.Contains(err.Error(), "state is not JSON") {
 			t.Fatalf("error %v", err)
 		}
@@ -205,7 +205,7 @@ func TestUnitFailures(t *testing.T) {
 
 func TestViewCheckpoint(t *testing.T) {
 	reg := registry(t, countUnit{ver: 1})
-	values, dropped := reg.ViewCheckpoint(checkpoint.Checkpoint{
+	values, dropped := reg.ViewCheckpoint(projcache.Checkpoint{
 		"subagent": {Ver: 2, Seq: 3, Val: json.RawMessage(`{"identity":{"mode":"one-shot","seq":3}}`)},
 		"count":    {Ver: 7, Seq: 3, Val: json.RawMessage(`4`)},
 		"gone":     {Ver: 1, Seq: 3, Val: json.RawMessage(`1`)},
@@ -216,7 +216,7 @@ func TestViewCheckpoint(t *testing.T) {
 	if dropped["count"] != "state version 7, registered 1" || dropped["gone"] != "no registered unit" {
 		t.Fatalf("dropped %v", dropped)
 	}
-	_, dropped = reg.ViewCheckpoint(checkpoint.Checkpoint{
+	_, dropped = reg.ViewCheckpoint(projcache.Checkpoint{
 		"subagent": {Ver: 2, Seq: 3, Val: json.RawMessage(`{"identity":{"mode":"continuable","seq":3}}`)},
 	})
 	if !strings.Contains(dropped["subagent"], "must have a label") {

@@ -41,13 +41,13 @@ type RecordSkip struct {
 	Reason string
 }
 
-// ReadProjcacheRecords reads DSH's per-record projection cache under dir —
+// ReadCacheRecords reads DSH's per-record projection cache under dir —
 // the session_projcache directory, its sessions/ subdirectory, or a DSH
 // home's storages/ directory — into the same lookup as the aggregate file.
 // Files that are not records (*.bak.*, *.lock, temporary files, keys DSH
 // refuses) are ignored; a record dsh cannot use is left out and reported in
 // the skip list: a cache miss, never a verdict. Nothing is written.
-func ReadProjcacheRecords(ctx context.Context, dir string) (*ProjcacheFile, []RecordSkip, error) {
+func ReadCacheRecords(ctx context.Context, dir string) (*CacheFile, []RecordSkip, error) {
 	sessions, err := recordDir(dir)
 	if err != nil {
 		return nil, nil, err
@@ -56,7 +56,7 @@ func ReadProjcacheRecords(ctx context.Context, dir string) (*ProjcacheFile, []Re
 	if err != nil {
 		return nil, nil, fmt.Errorf("read projection cache records: %w", err)
 	}
-	f := &ProjcacheFile{records: make(map[string]projcacheRecord)}
+	f := &CacheFile{records: make(map[string]cacheRecord)}
 	var skips []RecordSkip
 	for _, e := range entries {
 		if err := ctx.Err(); err != nil {
@@ -91,40 +91,40 @@ func recordDir(dir string) (string, error) {
 	return "", fmt.Errorf("%s: no per-record projection cache (session_projcache/sessions/) here", dir)
 }
 
-func readRecordFile(path string) (projcacheRecord, error) {
+func readRecordFile(path string) (cacheRecord, error) {
 	file, err := os.Open(path)
 	if err != nil {
-		return projcacheRecord{}, err
+		return cacheRecord{}, err
 	}
 	defer file.Close()
 	data, err := io.ReadAll(io.LimitReader(file, maxRecordFile+1))
 	if err != nil {
-		return projcacheRecord{}, err
+		return cacheRecord{}, err
 	}
 	if len(data) > maxRecordFile {
-		return projcacheRecord{}, fmt.Errorf("larger than %d bytes", maxRecordFile)
+		return cacheRecord{}, fmt.Errorf("larger than %d bytes", maxRecordFile)
 	}
 	return decodeRecordDocument(data)
 }
 
 // decodeRecordDocument reads one {"version", "record"} document.
-func decodeRecordDocument(data []byte) (projcacheRecord, error) {
+func decodeRecordDocument(data []byte) (cacheRecord, error) {
 	doc, err := jsjson.ParseObject(jsjson.WellFormedUTF8(data))
 	if err != nil {
-		return projcacheRecord{}, fmt.Errorf("not a JSON object: %w", err)
+		return cacheRecord{}, fmt.Errorf("not a JSON object: %w", err)
 	}
 	version, _ := jsjson.LastMember(doc, "version")
 	stamp, _, ok := jsjson.SafeInteger(version.Value)
 	if !ok || stamp < minRecordStamp || stamp > maxRecordStamp {
-		return projcacheRecord{}, fmt.Errorf("domain version %s is not one dsh reads (%d–%d)", version.Value, minRecordStamp, maxRecordStamp)
+		return cacheRecord{}, fmt.Errorf("domain version %s is not one dsh reads (%d–%d)", version.Value, minRecordStamp, maxRecordStamp)
 	}
 	record, ok := jsjson.LastMember(doc, "record")
 	if !ok {
-		return projcacheRecord{}, errors.New("no record")
+		return cacheRecord{}, errors.New("no record")
 	}
-	rec, err := decodeProjcacheRecord(record.Value)
+	rec, err := decodeCacheRecord(record.Value)
 	if err != nil {
-		return projcacheRecord{}, err
+		return cacheRecord{}, err
 	}
 	rec.perRecord = true
 	identityMember, _ := jsjson.LastMember(mustObject(record.Value), "identity")
@@ -132,7 +132,7 @@ func decodeRecordDocument(data []byte) (projcacheRecord, error) {
 	if m, present := jsjson.LastMember(identity, "formatVersion"); present {
 		n, negZero, ok := jsjson.SafeInteger(m.Value)
 		if !ok || n < 0 || negZero {
-			return projcacheRecord{}, errors.New("identity.formatVersion is not a non-negative safe integer")
+			return cacheRecord{}, errors.New("identity.formatVersion is not a non-negative safe integer")
 		}
 		rec.formatVersion = &n
 	}
@@ -142,13 +142,13 @@ func decodeRecordDocument(data []byte) (projcacheRecord, error) {
 			rec.isSeeded = true
 		case "false":
 		default:
-			return projcacheRecord{}, errors.New("identity.isSeeded is not a boolean")
+			return cacheRecord{}, errors.New("identity.isSeeded is not a boolean")
 		}
 	}
 	if m, present := jsjson.LastMember(identity, "inheritedEventCount"); present {
 		n, _, ok := jsjson.SafeInteger(m.Value)
 		if !ok || n < 0 {
-			return projcacheRecord{}, errors.New("identity.inheritedEventCount is not a non-negative safe integer")
+			return cacheRecord{}, errors.New("identity.inheritedEventCount is not a non-negative safe integer")
 		}
 		rec.inheritedEventCount = n
 	}
@@ -161,13 +161,13 @@ func mustObject(raw []byte) []jsjson.Member {
 	return members
 }
 
-// ReadProjcache reads DSH's projection cache at path, whichever layout it
+// ReadCache reads DSH's projection cache at path, whichever layout it
 // has: a directory is the per-record tree (its unusable records reported as
 // skips), a file the rc.8 aggregate.
-func ReadProjcache(ctx context.Context, path string) (*ProjcacheFile, []RecordSkip, error) {
+func ReadCache(ctx context.Context, path string) (*CacheFile, []RecordSkip, error) {
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		return ReadProjcacheRecords(ctx, path)
+		return ReadCacheRecords(ctx, path)
 	}
-	f, err := ReadProjcacheFile(ctx, path)
+	f, err := ReadCacheFile(ctx, path)
 	return f, nil, err
 }

@@ -26,7 +26,7 @@ func recordDoc(stamp int, identity string) []byte {
 // The per-record cache (DSH 0.2, domain version 7) serves a record only
 // under DSH's full witness for the selected generation; everything it
 // cannot use is a miss, reported as a skip, never an error.
-func TestProjcacheRecords(t *testing.T) {
+func TestDSHCacheRecords(t *testing.T) {
 	ctx := context.Background()
 	home := t.TempDir()
 	dir := filepath.Join(home, "storages", "session_projcache", "sessions")
@@ -44,7 +44,7 @@ func TestProjcacheRecords(t *testing.T) {
 	put("not a key.json", recordDoc(7, `"formatVersion":4,"createdAt":5`))
 
 	for _, path := range []string{filepath.Join(home, "storages"), filepath.Dir(dir), dir} {
-		f, skips, err := ReadProjcache(ctx, path)
+		f, skips, err := ReadCache(ctx, path)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
