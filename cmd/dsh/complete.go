@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/report"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -56,7 +57,7 @@ var idFlags = []string{"parent"}
 var flagValues = map[string][]string{
 	"scope":       {"children", "descendants"},
 	"fail-on":     {"error", "warning", "info"},
-	"state":       listStates,
+	"state":       report.States,
 	"compression": {"zstd", "none"},
 	// start --mode shares the name: only the modes a child is started in.
 	"mode":     {"continuable", "one-shot"},

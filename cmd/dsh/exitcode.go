@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/report"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -123,20 +124,11 @@ func (a *app) exit(err error) int {
 	}
 	fmt.Fprintf(a.stderr, "dsh: %s: %s\n", code, render.Escape(strings.TrimSpace(msg)))
 	if a.output == render.JSON {
-		doc := errorDoc{Error: errorBody{Code: string(code), Message: msg}}
+		doc := report.NewError(code, msg)
 		// stdout may be what failed; stderr already has the report.
 		_ = render.New(a.stdout, render.Options{Format: render.JSON}).JSON(doc)
 	}
 	return status
-}
-
-type errorDoc struct {
-	Error errorBody `json:"error"`
-}
-
-type errorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
 }
 
 // exitLine is one line of a command's EXIT STATUS help.

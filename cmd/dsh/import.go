@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/report"
 	"github.com/dsh-project/dsh/internal/transfer"
 )
 
@@ -191,15 +192,15 @@ func (s closingSource) Close() error { return s.st.Close() }
 
 // importSessionView is one session of `dsh import` output.
 type importSessionView struct {
-	ID              *string       `json:"id"` // null when the source could not read one
-	Location        string        `json:"location,omitempty"`
-	Outcome         string        `json:"outcome"`
-	Events          int           `json:"events"`
-	Reason          string        `json:"reason,omitempty"`
-	TornTail        *tornTailView `json:"tornTail,omitempty"`
-	Damaged         bool          `json:"damaged,omitempty"`
-	Invalid         string        `json:"invalid,omitempty"`
-	InterruptedTurn bool          `json:"interruptedTurn,omitempty"`
+	ID              *string          `json:"id"` // null when the source could not read one
+	Location        string           `json:"location,omitempty"`
+	Outcome         string           `json:"outcome"`
+	Events          int              `json:"events"`
+	Reason          string           `json:"reason,omitempty"`
+	TornTail        *report.TornTail `json:"tornTail,omitempty"`
+	Damaged         bool             `json:"damaged,omitempty"`
+	Invalid         string           `json:"invalid,omitempty"`
+	InterruptedTurn bool             `json:"interruptedTurn,omitempty"`
 	// TextReplaced: events the source's reader read from text that is not
 	// UTF-8 (replaced with U+FFFD); the store records it with the log.
 	TextReplaced *textReplacedView `json:"textReplaced,omitempty"`
@@ -229,7 +230,7 @@ func newImportSessionView(r transfer.Result) importSessionView {
 		v.ID = &id
 	}
 	if r.Torn != nil {
-		v.TornTail = &tornTailView{FromSeq: r.Torn.FromSeq, Reason: r.Torn.Reason}
+		v.TornTail = &report.TornTail{FromSeq: r.Torn.FromSeq, Reason: r.Torn.Reason}
 	}
 	if t := r.TextReplaced; t != nil {
 		v.TextReplaced = &textReplacedView{FirstSeq: t.FirstSeq, Events: t.Events}

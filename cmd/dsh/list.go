@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/report"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
@@ -186,28 +187,13 @@ func runList(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, o
 // listing is read (so an interrupted listing prints nothing) and runs the
 // --expect checks.
 func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Lister, headers headerReader, opts listOptions, scope render.Scope) error {
-	var rows []subagent.Row
-	var err error
-	// agentRows are what -o agents prints: the rows, except under 0.1.7 in
-	// children scope, where list_agents projects the parent's raw catalog
-	// entries (a missing child is then a plain entry, not a diagnostic).
-	var agentRows []subagent.Row
-	switch {
-	case opts.profile.CatalogAuthority():
-		var listing subagent.CatalogListing
-		listing, err = l.ListCatalog(ctx, opts.parent, scope == render.ScopeDescendants)
-		rows, agentRows = listing.Rows, listing.Rows
-		if scope == render.ScopeChildren {
-			agentRows = listing.Entries
-		}
-		p.UseCatalogStatuses()
-	case scope == render.ScopeDescendants:
-		rows, err = l.ListDescendants(ctx, opts.parent)
-	default:
-		rows, err = l.ListChildren(ctx, opts.parent)
-	}
+	listing, err := report.List(ctx, l, opts.parent, scope)
 	if err != nil {
 		return err
+	}
+	rows, agentRows := listing.Rows, listing.AgentRows
+	if listing.Catalog {
+		p.UseCatalogStatuses()
 	}
 	// DSH lists an unknown parent as empty. A parent with no session but
 	// with children (a source holding only them) is known by them; one
@@ -222,12 +208,12 @@ func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Li
 		defer a.warn(opts.unknownParent.Error() + ": listed as empty, as DSH does (--strict makes it an error)")
 	}
 	all := rows
-	rows = opts.filter.apply(rows)
+	rows = opts.filter.Apply(rows)
 	switch {
 	case p.Format() == render.Tree:
 		err = p.ListingTree(opts.parent, rows, treeGaps(ctx, headers, opts.parent, all, rows))
 	case p.Format() == render.Agents && agentRows != nil:
-		err = p.Listing(opts.filter.apply(agentRows), scope)
+		err = p.Listing(opts.filter.Apply(agentRows), scope)
 	default:
 		err = p.Listing(rows, scope)
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
-	"github.com/dsh-project/dsh/internal/session"
 )
 
 // formatAgents is DSH's list_agents text, for commands that list children.
@@ -60,35 +59,6 @@ func (o *outputFlag) printer(a *app, cmd *cobra.Command) (*render.Printer, error
 		}
 	}
 	return a.printer(f)
-}
-
-// headerJSON is a session header as dsh prints it in JSON: DSH's field names
-// and order, optional fields omitted when absent (a present zero, such as
-// seedLength 0, is printed).
-type headerJSON struct {
-	Version         int64   `json:"version"`
-	ID              string  `json:"id"`
-	CreatedAt       int64   `json:"createdAt"`
-	Cwd             *string `json:"cwd,omitempty"`
-	ParentSession   *string `json:"parentSession,omitempty"`
-	SeedLength      *int64  `json:"seedLength,omitempty"`
-	Origin          *string `json:"origin,omitempty"`
-	DelegationDepth *int64  `json:"delegationDepth,omitempty"`
-	AgentPreset     *string `json:"agentPreset,omitempty"`
-}
-
-func newHeaderJSON(h session.Header) headerJSON {
-	return headerJSON{
-		Version:         h.Version,
-		ID:              h.ID,
-		CreatedAt:       h.CreatedAt,
-		Cwd:             h.Cwd,
-		ParentSession:   h.ParentSession,
-		SeedLength:      h.SeedLength,
-		Origin:          h.Origin,
-		DelegationDepth: h.DelegationDepth,
-		AgentPreset:     h.AgentPreset,
-	}
 }
 
 // formatMillis renders an epoch-millisecond time for people, in UTC.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshfixtures"
+	"github.com/dsh-project/dsh/internal/report"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -144,7 +145,7 @@ func checkFollowup(ctx context.Context, t *testing.T, what, db, id, parent strin
 		// DSH's advice to its model ("do not retry send_message …") is
 		// worded for a shell user instead; what precedes it is DSH's.
 		wantMsg, _, reworded := strings.Cut(f.Error.Message, "; do not retry send_message")
-		var got errorDoc
+		var got report.ErrorDoc
 		if err := json.Unmarshal([]byte(out), &got); err != nil || code != wantCode || got.Error.Code != f.Error.Code ||
 			!strings.HasPrefix(got.Error.Message, wantMsg) || (!reworded && got.Error.Message != wantMsg) {
 			t.Errorf("%s: dsh resume exit %d\n%s%s\nwant exit %d and DSH's refusal\n%s %s", what, code, out, errOut, wantCode, f.Error.Code, f.Error.Message)

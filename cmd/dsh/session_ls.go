@@ -8,6 +8,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/report"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -66,15 +67,15 @@ func (s headerSelection) match(h session.Header) bool {
 // errLimitReached stops the header scan once --limit headers are printed.
 var errLimitReached = errors.New("limit reached")
 
-var sessionColumns = []render.Column[headerJSON]{
-	{Header: "ID", Value: func(h headerJSON) string { return h.ID }},
-	{Header: "CREATED", Value: func(h headerJSON) string { return formatMillis(h.CreatedAt) }},
-	{Header: "PARENT", Value: func(h headerJSON) string { return optString(h.ParentSession) }},
-	{Header: "SEED", Value: func(h headerJSON) string { return optInt(h.SeedLength) }},
-	{Header: "ORIGIN", Value: func(h headerJSON) string { return optString(h.Origin) }},
-	{Header: "DEPTH", Value: func(h headerJSON) string { return optInt(h.DelegationDepth) }},
-	{Header: "PRESET", Value: func(h headerJSON) string { return optString(h.AgentPreset) }},
-	{Header: "CWD", Value: func(h headerJSON) string { return optString(h.Cwd) }},
+var sessionColumns = []render.Column[report.Header]{
+	{Header: "ID", Value: func(h report.Header) string { return h.ID }},
+	{Header: "CREATED", Value: func(h report.Header) string { return formatMillis(h.CreatedAt) }},
+	{Header: "PARENT", Value: func(h report.Header) string { return optString(h.ParentSession) }},
+	{Header: "SEED", Value: func(h report.Header) string { return optInt(h.SeedLength) }},
+	{Header: "ORIGIN", Value: func(h report.Header) string { return optString(h.Origin) }},
+	{Header: "DEPTH", Value: func(h report.Header) string { return optInt(h.DelegationDepth) }},
+	{Header: "PRESET", Value: func(h report.Header) string { return optString(h.AgentPreset) }},
+	{Header: "CWD", Value: func(h report.Header) string { return optString(h.Cwd) }},
 }
 
 func runSessionLs(ctx context.Context, a *app, p *render.Printer, sel headerSelection) (err error) {
@@ -89,7 +90,7 @@ func runSessionLs(ctx context.Context, a *app, p *render.Printer, sel headerSele
 		if !sel.match(h) {
 			return nil
 		}
-		if err := l.Add(newHeaderJSON(h)); err != nil {
+		if err := l.Add(report.NewHeader(h)); err != nil {
 			return err
 		}
 		if printed++; sel.limit > 0 && printed == sel.limit {

@@ -2,65 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
-	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/render"
-	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/transfer"
+	"github.com/dsh-project/dsh/internal/report"
 )
-
-// sessionView is what `dsh session show` reports: the header and either a
-// summary of the stored log, as a read-only inspection sees it, or why the
-// log could not be read.
-type sessionView struct {
-	Header headerJSON `json:"header"`
-	// SourceFormat is the DSH format the session was read or imported
-	// from (jsonl-vN[-zstd], dsh-sqlite-17); absent for dsh's own.
-	SourceFormat string      `json:"sourceFormat,omitempty"`
-	Log          *logSummary `json:"log,omitempty"`
-	// Invalid is set instead of Log when the log fails DSH's validation.
-	Invalid *invalidView `json:"invalid,omitempty"`
-	// Unreadable is set instead of Log when a committed row cannot be
-	// decoded (the damage DSH lists as unavailable).
-	Unreadable *unreadableView `json:"unreadable,omitempty"`
-}
-
-type unreadableView struct {
-	Seq    int64  `json:"seq"`
-	Reason string `json:"reason"`
-}
-
-type logSummary struct {
-	// Events counts the valid stored prefix (a torn tail is not counted).
-	Events   int       `json:"events"`
-	Turns    int       `json:"turns"`
-	OpenTurn bool      `json:"openTurn"`
-	Last     *eventRef `json:"lastEvent"`
-	// TornTail is set when the stored log ends in a torn write that the
-	// next resume would drop.
-	TornTail *tornTailView `json:"tornTail,omitempty"`
-}
-
-type eventRef struct {
-	Seq  int64  `json:"seq"`
-	Type string `json:"type"`
-}
-
-type tornTailView struct {
-	FromSeq int64  `json:"fromSeq"`
-	Reason  string `json:"reason"`
-}
-
-type invalidView struct {
-	Seq     int64  `json:"seq"`
-	Rule    string `json:"rule"`
-	Message string `json:"message"`
-}
 
 func newSessionShowCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
@@ -86,13 +35,14 @@ are reported after the header, not repaired. Read-only.
 		if err != nil {
 			return err
 		}
-		return p.Record(v, v.fields())
+		return p.Record(v, sessionFields(v))
 	}
 	return cmd
 }
 
-// showSession is `dsh session show` over the database or --source.
-func showSession(ctx context.Context, a *app, src *sourceFlags, id string) (v sessionView, err error) {
+// showSession is `dsh session show` over the database or --source, read
+// from one snapshot.
+func showSession(ctx context.Context, a *app, src *sourceFlags, id string) (v report.Session, err error) {
 	if err := checkSessionID("session show", id); err != nil {
 		return v, err
 	}
@@ -102,62 +52,15 @@ func showSession(ctx context.Context, a *app, src *sourceFlags, id string) (v se
 	}
 	defer r.done(&err)
 	err = r.view(ctx, func(view readCorpus) error {
-		v, err = describeSession(ctx, view, id)
-		if err != nil {
-			return err
-		}
-		if formats, ok := view.(transfer.SourceFormatReader); ok {
-			v.SourceFormat, err = formats.SourceFormat(ctx, id)
-		}
+		v, err = report.Show(ctx, view, id)
 		return err
 	})
 	return v, r.lookupError(id, err)
 }
 
-// sessionReader is what show reads of a corpus.
-type sessionReader interface {
-	backend.HeaderReader
-	backend.LogReader
-}
-
-// describeSession reads everything show reports from one snapshot. Facts
-// kept beside the log (such as who holds the session) belong here.
-func describeSession(ctx context.Context, view sessionReader, id string) (sessionView, error) {
-	ins, err := view.Inspect(ctx, id)
-	var (
-		ve *session.ValidationError
-		ce *backend.CorruptRowError
-	)
-	if errors.As(err, &ve) || errors.As(err, &ce) {
-		h, herr := view.Header(ctx, id)
-		if herr != nil {
-			return sessionView{}, herr
-		}
-		v := sessionView{Header: newHeaderJSON(h)}
-		if ve != nil {
-			v.Invalid = &invalidView{Seq: ve.Seq, Rule: ve.Rule, Message: ve.Msg}
-		} else {
-			v.Unreadable = &unreadableView{Seq: ce.Seq, Reason: ce.Reason}
-		}
-		return v, nil
-	}
-	if err != nil {
-		return sessionView{}, err
-	}
-	sum := session.Summarize(ins.Events)
-	log := &logSummary{Events: len(ins.Events), Turns: sum.Turns, OpenTurn: sum.OpenTurn}
-	if len(ins.Events) > 0 {
-		log.Last = &eventRef{Seq: sum.LastSeq, Type: sum.LastType}
-	}
-	if ins.Torn != nil {
-		log.TornTail = &tornTailView{FromSeq: ins.Torn.FromSeq, Reason: ins.Torn.Reason}
-	}
-	return sessionView{Header: newHeaderJSON(ins.Header), Log: log}, nil
-}
-
-// fields is the human form of the view: every header field (absent ones as
+// sessionFields is the human form of v: every header field (absent ones as
 // "-", which DSH distinguishes from zero), then the log summary.
-func (v sessionView) fields() []render.Field {
+func sessionFields(v report.Session) []render.Field {
 	h := v.Header
 	orDash := func(s string) string {
 		if s == "" {
