@@ -92,6 +92,9 @@ type Store struct {
 	// private is the temporary directory holding the private copy a
 	// read-only store reads (see privateCopy); Close removes it.
 	private string
+	// immutable is set on a read-only store opened with immutable=1
+	// (package sqliteread): it never sees another process's commits.
+	immutable bool
 }
 
 // Open opens the store at path for reading and writing, creating the file
@@ -240,7 +243,7 @@ func OpenReadOnly(ctx context.Context, path string, o Options) (*Store, error) {
 		os.RemoveAll(private)
 		return nil, dsherr.Wrap(dsherr.StoreUnavailable, err, "open %s read-only", abs)
 	}
-	s := &Store{db: db, path: abs, readOnly: true, clock: o.Clock, private: private}
+	s := &Store{db: db, path: abs, readOnly: true, clock: o.Clock, private: private, immutable: q.Get("immutable") == "1"}
 	if err := s.checkPragmas(ctx, map[string]int64{
 		"busy_timeout":   busyMillis,
 		"trusted_schema": 0,

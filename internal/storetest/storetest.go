@@ -8,8 +8,10 @@
 // without them),
 // exactly one of many goroutines and processes gets a lease, leases expire
 // by the backend's clock, checkpoint records are kept whole and judged by
-// their witness, read-only opens write nothing, and a cancelled context
-// stops every call.
+// their witness, read-only opens write nothing, a cancelled context
+// stops every call, and the change signal (backend.ChangeNotifier) wakes a
+// read-only watcher for a commit in another connection or process, and
+// only then.
 //
 // Each backend runs it from its own tests (sqlitepersist against a file in
 // a temporary directory; a server backend against a database it creates
@@ -64,6 +66,10 @@ func Run(t *testing.T, target Target) {
 		raceChild(t, target, addr)
 		return
 	}
+	if addr := os.Getenv(writerEnv); addr != "" {
+		writeChild(t, target, addr)
+		return
+	}
 	cases := []struct {
 		name string
 		fn   func(t *testing.T, e *env)
@@ -89,6 +95,7 @@ func Run(t *testing.T, target Target) {
 		{"DescriptorsAt", testDescriptorsAt},
 		{"ReadOnlyWritesNothing", testReadOnly},
 		{"Cancellation", testCancellation},
+		{"ChangeSignal", testChangeSignal},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, target)) })
