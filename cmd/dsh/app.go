@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/debuglog"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
@@ -396,4 +397,14 @@ func refuseEmptyFlags(cmd *cobra.Command, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// parseScope reads a --scope value (list, diagnose, export): anything but a
+// scope's name is a usage error naming the valid ones.
+func parseScope(value string) (corpus.Scope, error) {
+	s, err := corpus.ParseScope(value)
+	if err != nil {
+		return 0, dsherr.Wrap(dsherr.Usage, err, "--scope")
+	}
+	return s, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/report"
 	"github.com/dsh-project/dsh/internal/session"
 )
@@ -55,7 +56,7 @@ var idFlags = []string{"parent"}
 // registered per command by addOutputFlag, since each command prints its own
 // set of formats.
 var flagValues = map[string][]string{
-	"scope":       {"children", "descendants"},
+	"scope":       corpus.ScopeNames(),
 	"fail-on":     {"error", "warning", "info"},
 	"state":       report.States,
 	"compression": {"zstd", "none"},

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/diagnose"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/jsjson"
@@ -83,7 +84,7 @@ func runDemo(ctx context.Context, a *app, p *render.Printer) (err error) {
 	if err != nil {
 		return cancelledListing(ctx, err)
 	}
-	if err := p.Listing(rows, render.ScopeDescendants); err != nil {
+	if err := p.Listing(rows, corpus.ScopeDescendants); err != nil {
 		return err
 	}
 	if f := p.Format(); f == render.Table || f == render.TSV {
@@ -103,7 +104,7 @@ func showDemoDiagnosis(ctx context.Context, a *app, s catalog, p *render.Printer
 	}
 	out := p.Diagnosis()
 	sum, err := diagnose.Run(ctx, s, diagnose.Options{
-		Select: diagnose.Selection{Parent: demoParent, HasParent: true, Scope: diagnose.ScopeDescendants},
+		Select: diagnose.Selection{Parent: demoParent, HasParent: true, Scope: corpus.ScopeDescendants},
 		Strict: true,
 	}, out.Add)
 	if err != nil {

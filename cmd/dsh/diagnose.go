@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/diagnose"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
@@ -15,7 +16,7 @@ import (
 type diagnoseOptions struct {
 	ids         []string
 	parent      string
-	scope       string
+	scopeName   string
 	all         bool
 	failOn      string
 	maxFindings int
@@ -85,7 +86,7 @@ it, --quiet silences it and the closing summary line).
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.parent, "parent", "", "examine this session's subagent children")
-	f.StringVar(&opts.scope, "scope", string(diagnose.ScopeChildren), "with --parent: children or descendants")
+	f.StringVar(&opts.scopeName, "scope", corpus.ScopeChildren.String(), "with --parent: children or descendants")
 	f.BoolVar(&opts.all, "all", false, "examine every session, ordinary ones included")
 	f.StringVar(&opts.failOn, "fail-on", diagnose.Error.String(), "exit 1 when a finding has this severity or a higher one: error, warning or info")
 	f.IntVar(&opts.maxFindings, "max-findings", 0, "print at most this many findings (0: no limit); the summary and exit status still count every finding")
@@ -136,9 +137,9 @@ func (o *diagnoseOptions) validate(cmd *cobra.Command) (diagnose.Selection, diag
 	if err != nil {
 		return sel, 0, dsherr.Wrap(dsherr.Usage, err, "--fail-on")
 	}
-	scope := diagnose.Scope(o.scope)
-	if scope != diagnose.ScopeChildren && scope != diagnose.ScopeDescendants {
-		return sel, 0, dsherr.New(dsherr.Usage, "--scope: %q is not children or descendants", o.scope)
+	scope, err := parseScope(o.scopeName)
+	if err != nil {
+		return sel, 0, err
 	}
 	for _, id := range o.ids {
 		if err := checkSessionID("session id", id); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/render"
@@ -20,7 +21,8 @@ type exportOptions struct {
 	to           string
 	ids          []string
 	parent       string
-	scope        string
+	scopeName    string
+	scope        corpus.Scope
 	all          bool
 	compression  string
 	skipExisting bool
@@ -89,7 +91,7 @@ line on stderr. Read-only for the database.
 	f := cmd.Flags()
 	f.StringVar(&opts.to, "to", "", "the directory to write under (required; created if missing)")
 	f.StringVar(&opts.parent, "parent", "", "export this session and its children")
-	f.StringVar(&opts.scope, "scope", "children", "with --parent: children or descendants")
+	f.StringVar(&opts.scopeName, "scope", corpus.ScopeChildren.String(), "with --parent: children or descendants")
 	f.BoolVar(&opts.all, "all", false, "export every session")
 	f.StringVar(&opts.compression, "compression", "zstd", "zstd (DSH's default) or none; when not given, a session imported from a JSONL log keeps that log's compression")
 	f.BoolVar(&opts.skipExisting, "skip-existing", false, "skip a session whose log is already under --to (either compression) instead of failing: resumes an interrupted export")
@@ -132,8 +134,9 @@ func (o *exportOptions) validate(cmd *cobra.Command) (dshformat.Compression, err
 	if flags.Changed("scope") && !flags.Changed("parent") {
 		return 0, dsherr.New(dsherr.Usage, "dsh export: --scope needs --parent")
 	}
-	if o.scope != "children" && o.scope != "descendants" {
-		return 0, dsherr.New(dsherr.Usage, "--scope: %q is not children or descendants", o.scope)
+	var err error
+	if o.scope, err = parseScope(o.scopeName); err != nil {
+		return 0, err
 	}
 	if o.progress.force && o.progress.quiet {
 		return 0, dsherr.New(dsherr.Usage, "dsh export: --progress and --quiet contradict each other")
@@ -287,7 +290,7 @@ func exportSelection(ctx context.Context, st exportReader, opts exportOptions) (
 		if _, err := st.Header(ctx, opts.parent); err != nil {
 			return nil, lookupError(opts.parent, err)
 		}
-		return transfer.Tree(ctx, st, opts.parent, opts.scope == "descendants")
+		return transfer.Tree(ctx, st, opts.parent, opts.scope)
 	}
 	var ids []string
 	for _, id := range opts.ids {

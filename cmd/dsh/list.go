@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
@@ -17,7 +18,7 @@ import (
 
 type listOptions struct {
 	parent          string
-	scope           string
+	scopeName       string
 	coldConcurrency int
 	strict          bool
 	// allowMissingParent lets the --expect checks judge DSH's empty
@@ -104,7 +105,7 @@ once the whole listing has been read.
 		Args: exactArgs(),
 	}
 	cmd.Flags().StringVar(&opts.parent, "parent", "", "the session whose subagent children to list (required)")
-	cmd.Flags().StringVar(&opts.scope, "scope", string(render.ScopeChildren), "children (direct children) or descendants (the whole tree below the parent)")
+	cmd.Flags().StringVar(&opts.scopeName, "scope", corpus.ScopeChildren.String(), "children (direct children) or descendants (the whole tree below the parent)")
 	cmd.Flags().IntVar(&opts.coldConcurrency, "cold-concurrency", 0, "how many child logs to read at once (default: config coldConcurrency, 4)")
 	cmd.Flags().BoolVar(&opts.strict, "strict", false, "fail with NOT_FOUND (exit 2) when the parent session does not exist, or a --source holds no session")
 	cmd.Flags().BoolVar(&opts.allowMissingParent, "allow-missing-parent", false, "let the --expect checks judge DSH's empty answer when the parent does not exist (default: NOT_FOUND, exit 2)")
@@ -128,9 +129,9 @@ once the whole listing has been read.
 		if err := checkSessionID("--parent", opts.parent); err != nil {
 			return err
 		}
-		scope := render.Scope(opts.scope)
-		if scope != render.ScopeChildren && scope != render.ScopeDescendants {
-			return dsherr.New(dsherr.Usage, "--scope: %q is not children or descendants", opts.scope)
+		scope, err := parseScope(opts.scopeName)
+		if err != nil {
+			return err
 		}
 		// The printer first: a bad setting is then reported in the
 		// format asked for (-o json prints the error as JSON too).
@@ -163,7 +164,7 @@ once the whole listing has been read.
 }
 
 // runList is `dsh list` over the database or --source.
-func runList(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, opts listOptions, scope render.Scope) (err error) {
+func runList(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, opts listOptions, scope corpus.Scope) (err error) {
 	src.strict = opts.strict
 	r, err := src.open(ctx, a)
 	if err != nil {
@@ -186,7 +187,7 @@ func runList(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, o
 // printListing lists opts.parent through l, prints the rows once the whole
 // listing is read (so an interrupted listing prints nothing) and runs the
 // --expect checks.
-func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Lister, headers headerReader, opts listOptions, scope render.Scope) error {
+func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Lister, headers headerReader, opts listOptions, scope corpus.Scope) error {
 	listing, err := report.List(ctx, l, opts.parent, scope)
 	if err != nil {
 		return err

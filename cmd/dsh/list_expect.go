@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-project/dsh/internal/boundedfile"
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/render"
@@ -107,7 +108,7 @@ func expectedRows(text []byte) ([][]byte, error) {
 
 // check asserts the printed rows. Every failed assertion is reported; the
 // --expect diff goes to stderr.
-func (e *listExpectations) check(a *app, rows []subagent.Row, scope render.Scope) error {
+func (e *listExpectations) check(a *app, rows []subagent.Row, scope corpus.Scope) error {
 	var failed []string
 	if e.want != nil {
 		var want, got bytes.Buffer

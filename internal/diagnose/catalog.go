@@ -170,7 +170,7 @@ func (a *auditor) missingChildren(ctx context.Context, v *catalogView) ([]Report
 		if a.opts.Profile.CatalogAuthority() {
 			// DSH 0.1.7 lists it (as unavailable) when it can read
 			// the parent.
-			res, err := a.catalogResolution(ctx, parent, id, false)
+			res, err := a.catalogResolution(ctx, parent, id, corpus.ScopeChildren)
 			if err != nil {
 				return nil, err
 			}
@@ -224,7 +224,7 @@ func (a *auditor) rowOf(ctx context.Context, h session.Header) (*subagent.Resolu
 		return nil, nil
 	}
 	if a.opts.Profile.CatalogAuthority() {
-		return a.catalogResolution(ctx, *p, h.ID, false)
+		return a.catalogResolution(ctx, *p, h.ID, corpus.ScopeChildren)
 	}
 	recs, err := a.corpus.Children(ctx, *p)
 	if err != nil {
@@ -234,7 +234,7 @@ func (a *auditor) rowOf(ctx context.Context, h session.Header) (*subagent.Resolu
 		if rec.Header.ID != h.ID {
 			continue
 		}
-		resolved, err := a.lister.ResolveRecords(ctx, []corpus.Record{rec}, false)
+		resolved, err := a.lister.ResolveRecords(ctx, []corpus.Record{rec}, corpus.ScopeChildren)
 		if err != nil || len(resolved) == 0 {
 			return nil, err
 		}

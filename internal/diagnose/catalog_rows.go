@@ -3,6 +3,7 @@ package diagnose
 import (
 	"context"
 
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
@@ -16,24 +17,24 @@ import (
 
 // listedRows are one 0.1.7 listing's rows by id (the first row of an id).
 type listedRows struct {
-	root        string
-	descendants bool
-	rows        map[string]subagent.Row
+	root  string
+	scope corpus.Scope
+	rows  map[string]subagent.Row
 }
 
 // catalogListed returns the rows of the 0.1.7 listing of root, held for
 // the next chunk of the same group. A root DSH 0.1.7 cannot read lists no
 // row (`dsh list` fails on it: NOT_FOUND or INVALID_LOG).
-func (a *auditor) catalogListed(ctx context.Context, root string, descendants bool) (map[string]subagent.Row, error) {
-	if l := a.listed; l != nil && l.root == root && l.descendants == descendants {
+func (a *auditor) catalogListed(ctx context.Context, root string, scope corpus.Scope) (map[string]subagent.Row, error) {
+	if l := a.listed; l != nil && l.root == root && l.scope == scope {
 		return l.rows, nil
 	}
-	listing, err := a.lister.ListCatalog(ctx, root, descendants)
+	listing, err := a.lister.ListCatalog(ctx, root, scope)
 	rows := map[string]subagent.Row{}
 	switch code := dsherr.CodeOf(err); {
 	case err == nil:
 		for _, r := range listing.Rows {
-			if !descendants {
+			if scope == corpus.ScopeChildren {
 				// Children scope prints neither parentId nor depth.
 				r.ParentID, r.Depth = "", 0
 			}
@@ -45,14 +46,14 @@ func (a *auditor) catalogListed(ctx context.Context, root string, descendants bo
 	default:
 		return nil, err
 	}
-	a.listed = &listedRows{root: root, descendants: descendants, rows: rows}
+	a.listed = &listedRows{root: root, scope: scope, rows: rows}
 	return rows, nil
 }
 
 // catalogResolution is the 0.1.7 listing's row for id under root as a
 // resolution (nil when the listing has no row for it).
-func (a *auditor) catalogResolution(ctx context.Context, root, id string, descendants bool) (*subagent.Resolution, error) {
-	rows, err := a.catalogListed(ctx, root, descendants)
+func (a *auditor) catalogResolution(ctx context.Context, root, id string, scope corpus.Scope) (*subagent.Resolution, error) {
+	rows, err := a.catalogListed(ctx, root, scope)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -176,9 +177,9 @@ func TestCatalogCrossCheckEverySelection(t *testing.T) {
 	}{
 		{Selection{}, []string{"p0-child", "p3-conflict", "p3-fine", "p3-twice", "p4-ok", "p4-created", "p4-label", "p4-unknown", "p4-uncataloged", "p4-v0", "p4-missing", "p4-bad", "x"}},
 		{Selection{Parent: "p4", HasParent: true}, []string{"p4-ok", "p4-created", "p4-label", "p4-unknown", "p4-uncataloged", "p4-v0", "p4-missing"}},
-		{Selection{Parent: "p3", HasParent: true, Scope: ScopeDescendants}, []string{"p3-conflict", "p3-twice", "p3-fine"}},
+		{Selection{Parent: "p3", HasParent: true, Scope: corpus.ScopeDescendants}, []string{"p3-conflict", "p3-twice", "p3-fine"}},
 		{Selection{Parent: "p4-bad", HasParent: true}, []string{"p4-bad", "x"}},
-		{Selection{Parent: "p4-bad", HasParent: true, Scope: ScopeDescendants}, []string{"p4-bad", "x"}},
+		{Selection{Parent: "p4-bad", HasParent: true, Scope: corpus.ScopeDescendants}, []string{"p4-bad", "x"}},
 		{Selection{IDs: []string{"p4-created", "p4-uncataloged", "p3-conflict", "p4-bad", "p4"}}, []string{"p4-bad", "p4", "p4-missing", "p3-conflict", "p4-created", "p4-uncataloged"}},
 	} {
 		reports, _, err := s.audit(Options{Strict: true, Select: c.sel})

@@ -38,7 +38,7 @@ type chunkRead struct {
 // auditChunk audits part in a fixed number of queries: its checkpoint
 // records, the ladder's resolutions of its candidates, its parents'
 // headers, and its logs in one stream.
-func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]Report, error) {
+func (a *auditor) auditChunk(ctx context.Context, part []item, scope corpus.Scope) ([]Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -99,15 +99,15 @@ func (a *auditor) auditChunk(ctx context.Context, part []item, placed bool) ([]R
 				continue
 			}
 			root := *p
-			if placed {
+			if scope == corpus.ScopeDescendants {
 				root = a.opts.Select.Parent
 			}
-			if read.res[i], err = a.catalogResolution(ctx, root, it.header.ID, placed); err != nil {
+			if read.res[i], err = a.catalogResolution(ctx, root, it.header.ID, scope); err != nil {
 				return nil, err
 			}
 		}
 	} else if len(recs) > 0 {
-		resolved, err := a.lister.ResolveRecords(ctx, recs, placed)
+		resolved, err := a.lister.ResolveRecords(ctx, recs, scope)
 		if err != nil {
 			return nil, err
 		}

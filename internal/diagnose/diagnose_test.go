@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -124,7 +125,7 @@ func TestReportRowIsTheListingRow(t *testing.T) {
 func TestDescendantsScopePlacesRows(t *testing.T) {
 	s := newStore(t)
 	damageCorpus(s)
-	reports, _, err := s.audit(Options{Strict: true, Select: Selection{Parent: "parent", HasParent: true, Scope: ScopeDescendants}})
+	reports, _, err := s.audit(Options{Strict: true, Select: Selection{Parent: "parent", HasParent: true, Scope: corpus.ScopeDescendants}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,17 +17,8 @@ import (
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
-// Scope is how far below a parent the audit goes.
-type Scope string
-
-// Scopes, as `dsh list --scope`.
-const (
-	ScopeChildren    Scope = "children"
-	ScopeDescendants Scope = "descendants"
-)
-
 // Selection says which sessions to examine. With IDs, those sessions; with
-// Parent, its subagent children (Scope descendants: every subagent-origin
+// Parent, its subagent children (Scope corpus.ScopeDescendants: every subagent-origin
 // session below it); with All, every session; with nothing set, every
 // subagent-origin session.
 type Selection struct {
@@ -35,7 +26,7 @@ type Selection struct {
 	Parent string
 	// HasParent distinguishes a Parent of "" from none.
 	HasParent bool
-	Scope     Scope
+	Scope     corpus.Scope
 	All       bool
 }
 
@@ -88,14 +79,9 @@ type viewer interface {
 // under Strict, a store that cannot be read, and cancellation are errors; a
 // damaged session never is.
 func Run(ctx context.Context, c Corpus, opts Options, emit func(Report) error) (Summary, error) {
-	sel := opts.Select
-	if sel.Scope == "" {
-		sel.Scope = ScopeChildren
+	if !opts.Select.Scope.Valid() {
+		return Summary{}, dsherr.New(dsherr.Usage, "unknown scope %v (want %s)", opts.Select.Scope, strings.Join(corpus.ScopeNames(), " or "))
 	}
-	if sel.Scope != ScopeChildren && sel.Scope != ScopeDescendants {
-		return Summary{}, dsherr.New(dsherr.Usage, "unknown scope %q (want children or descendants)", sel.Scope)
-	}
-	opts.Select = sel
 	sum := newSummary()
 	audit := func(view Corpus) error {
 		a, err := newAuditor(ctx, view, opts, emit)
@@ -372,7 +358,7 @@ func (a *auditor) runRoots(ctx context.Context, subagentOnly bool) error {
 	var run []item
 	flush := func() error {
 		corpus.SortHeaders(run, func(it item) session.Header { return it.header })
-		err := a.examineAll(ctx, run, false)
+		err := a.examineAll(ctx, run, corpus.ScopeChildren)
 		run = run[:0]
 		return err
 	}
@@ -423,11 +409,11 @@ func (a *auditor) runGroup(ctx context.Context, parent string, subagentOnly bool
 		}
 		corpus.SortHeaders(items, func(it item) session.Header { return it.header })
 	}
-	return a.examineAll(ctx, items, false)
+	return a.examineAll(ctx, items, corpus.ScopeChildren)
 }
 
 // runParent examines parent's children or descendants.
-func (a *auditor) runParent(ctx context.Context, parent string, scope Scope) error {
+func (a *auditor) runParent(ctx context.Context, parent string, scope corpus.Scope) error {
 	known, err := a.exists(ctx, parent)
 	if err != nil {
 		return err
@@ -436,7 +422,7 @@ func (a *auditor) runParent(ctx context.Context, parent string, scope Scope) err
 		return unknownError(parent)
 	}
 	var recs []corpus.Record
-	if scope == ScopeDescendants {
+	if scope == corpus.ScopeDescendants {
 		recs, err = a.corpus.Descendants(ctx, parent)
 		// Pre-order keeps siblings in catalog order; grouping by parent
 		// then gives the audit's order.
@@ -464,7 +450,7 @@ func (a *auditor) runParent(ctx context.Context, parent string, scope Scope) err
 			return err
 		}
 	}
-	if err := a.examineAll(ctx, items, scope == ScopeDescendants); err != nil {
+	if err := a.examineAll(ctx, items, scope); err != nil {
 		return err
 	}
 	return a.reportMissing(ctx, parent)
@@ -542,7 +528,7 @@ func (a *auditor) runIDs(ctx context.Context, ids []string) error {
 				}
 			}
 		}
-		if err := a.examineAll(ctx, group, false); err != nil {
+		if err := a.examineAll(ctx, group, corpus.ScopeChildren); err != nil {
 			return err
 		}
 		start = end
@@ -598,9 +584,9 @@ func (a *auditor) parentHeader(ctx context.Context, id string) (*session.Header,
 }
 
 // examineAll examines every item in order, a chunk at a time.
-func (a *auditor) examineAll(ctx context.Context, items []item, placed bool) error {
+func (a *auditor) examineAll(ctx context.Context, items []item, scope corpus.Scope) error {
 	for start := 0; start < len(items); start += chunk {
-		reports, err := a.auditChunk(ctx, items[start:min(start+chunk, len(items))], placed)
+		reports, err := a.auditChunk(ctx, items[start:min(start+chunk, len(items))], scope)
 		if err != nil {
 			return err
 		}

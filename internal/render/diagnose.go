@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/diagnose"
 	"github.com/dsh-project/dsh/internal/jsjson"
 )
@@ -119,9 +120,9 @@ func AppendDiagnosisSession(b []byte, r diagnose.Report) []byte {
 	if r.Row == nil {
 		b = append(b, "null"...)
 	} else {
-		scope := ScopeChildren
+		scope := corpus.ScopeChildren
 		if r.Row.Depth > 0 {
-			scope = ScopeDescendants
+			scope = corpus.ScopeDescendants
 		}
 		b = AppendListEntry(b, *r.Row, scope)
 	}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
@@ -12,16 +13,6 @@ import (
 // Agents is DSH's list_agents text, the format a model sees: one line per
 // continuable child or diagnostic, or "(no subagents)".
 const Agents Format = "agents"
-
-// Scope says which listing the rows came from. Descendants rows carry their
-// place in the tree (parentId, depth) in every format.
-type Scope string
-
-// The two listing scopes, named as DSH's list_agents `scope` argument.
-const (
-	ScopeChildren    Scope = "children"
-	ScopeDescendants Scope = "descendants"
-)
 
 // Listing prints subagent catalog rows in the printer's format:
 //   - JSON: one array of DSH's SubagentListEntry objects, key order as DSH
@@ -35,7 +26,7 @@ const (
 // Agents text is DSH's exact bytes except on a terminal, where labels and ids
 // are escaped as in every other human output: a stored label must not be able
 // to drive the terminal.
-func (p *Printer) Listing(rows []subagent.Row, scope Scope) error {
+func (p *Printer) Listing(rows []subagent.Row, scope corpus.Scope) error {
 	switch p.opts.Format {
 	case JSON:
 		w := chunkWriter{w: p.w, b: make([]byte, 0, listChunk+listChunk/4)}
@@ -70,7 +61,7 @@ func (p *Printer) Listing(rows []subagent.Row, scope Scope) error {
 		return err
 	}
 	cols := listingColumns
-	if scope == ScopeDescendants {
+	if scope == corpus.ScopeDescendants {
 		cols = descendantColumns
 	}
 	l := NewList(p, cols)
@@ -114,7 +105,7 @@ func (c *chunkWriter) flush() error {
 // {"kind":"child","id","mode","label"?,"activity","hasChildren"} or
 // {"kind":"diagnostic","id","reason"}; in descendants scope both end with
 // "parentId" and "depth".
-func AppendListEntry(b []byte, r subagent.Row, scope Scope) []byte {
+func AppendListEntry(b []byte, r subagent.Row, scope corpus.Scope) []byte {
 	b = append(b, `{"kind":`...)
 	b = jsjson.AppendString(b, string(r.Kind))
 	b = append(b, `,"id":`...)
@@ -137,7 +128,7 @@ func AppendListEntry(b []byte, r subagent.Row, scope Scope) []byte {
 			b = append(b, `,"hasChildren":false`...)
 		}
 	}
-	if scope == ScopeDescendants {
+	if scope == corpus.ScopeDescendants {
 		b = append(b, `,"parentId":`...)
 		b = jsjson.AppendString(b, r.ParentID)
 		b = append(b, `,"depth":`...)
@@ -156,7 +147,7 @@ func AppendListEntry(b []byte, r subagent.Row, scope Scope) []byte {
 // working now — and every other child is [ready]: only in storage,
 // resumable, not terminal. DSH's third status, idle (resident between
 // turns), needs a resident agent and never occurs here.
-func ListAgentsText(rows []subagent.Row, scope Scope) string {
+func ListAgentsText(rows []subagent.Row, scope corpus.Scope) string {
 	return listAgentsText(rows, scope, func(s string) string { return s }, "ready")
 }
 
@@ -169,7 +160,7 @@ func (p *Printer) UseCatalogStatuses() { p.catalogStatuses = true }
 // listAgentsText is ListAgentsText with every stored string (ids, labels)
 // passed through esc, and idle as the status of a child no live process
 // holds.
-func listAgentsText(rows []subagent.Row, scope Scope, esc func(string) string, idle string) string {
+func listAgentsText(rows []subagent.Row, scope corpus.Scope, esc func(string) string, idle string) string {
 	var b strings.Builder
 	for _, r := range rows {
 		if r.Kind == subagent.KindChild && r.Mode != subagent.ModeContinuable {
@@ -184,7 +175,7 @@ func listAgentsText(rows []subagent.Row, scope Scope, esc func(string) string, i
 		} else {
 			b.WriteString(" [" + agentStatus(r, idle) + "]")
 		}
-		if scope == ScopeDescendants {
+		if scope == corpus.ScopeDescendants {
 			b.WriteString(" parent=" + esc(r.ParentID) + " depth=" + itoa(r.Depth))
 		}
 		if r.Kind == subagent.KindChild {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -64,13 +65,13 @@ func TestListingGolden(t *testing.T) {
 		{"table-tty", Options{Format: Table, TTY: true}},
 		{"table-tty-color", Options{Format: Table, TTY: true, Color: true}},
 	}
-	for _, scope := range []Scope{ScopeChildren, ScopeDescendants} {
+	for _, scope := range []corpus.Scope{corpus.ScopeChildren, corpus.ScopeDescendants} {
 		for _, f := range formats {
 			for _, set := range []struct {
 				name string
 				rows []subagent.Row
 			}{{"rows", sampleRows()}, {"empty", nil}} {
-				name := "listing-" + string(scope) + "-" + set.name + "." + f.name
+				name := "listing-" + scope.String() + "-" + set.name + "." + f.name
 				if set.rows == nil && f.opts.TTY {
 					continue // the same bytes as off a terminal
 				}
@@ -95,26 +96,26 @@ func TestListAgentsTextDSHPins(t *testing.T) {
 	tests := []struct {
 		name  string
 		rows  []subagent.Row
-		scope Scope
+		scope corpus.Scope
 		want  string
 	}{
-		{"A2 no children", nil, ScopeChildren, "(no subagents)"},
-		{"A2 only one-shot children", []subagent.Row{child("o", "once", subagent.ModeOneShot)}, ScopeChildren, "(no subagents)"},
+		{"A2 no children", nil, corpus.ScopeChildren, "(no subagents)"},
+		{"A2 only one-shot children", []subagent.Row{child("o", "once", subagent.ModeOneShot)}, corpus.ScopeChildren, "(no subagents)"},
 		{"A5 one-shot hidden, continuable ready", []subagent.Row{
 			child("oneshot", "finished once", subagent.ModeOneShot),
 			child("c1", "summarize the doc", subagent.ModeContinuable),
-		}, ScopeChildren, "c1 [ready] \u2014 summarize the doc"},
+		}, corpus.ScopeChildren, "c1 [ready] \u2014 summarize the doc"},
 		{"A11 descendants", []subagent.Row{
 			{Kind: subagent.KindChild, ID: "one-shot-mid", Mode: subagent.ModeOneShot, Label: strp("one-shot-mid"), ParentID: "parent", Depth: 1},
 			{Kind: subagent.KindChild, ID: "deep-leaf", Mode: subagent.ModeContinuable, Label: strp("deep leaf"), ParentID: "one-shot-mid", Depth: 2},
 			{Kind: subagent.KindDiagnostic, ID: "broken-node", Reason: subagent.ReasonUnavailable, ParentID: "parent", Depth: 1},
-		}, ScopeDescendants, "deep-leaf [ready] parent=one-shot-mid depth=2 \u2014 deep leaf\nbroken-node [diagnostic: unavailable] parent=parent depth=1"},
+		}, corpus.ScopeDescendants, "deep-leaf [ready] parent=one-shot-mid depth=2 \u2014 deep leaf\nbroken-node [diagnostic: unavailable] parent=parent depth=1"},
 		{"X1 snapshot", []subagent.Row{child("33333333-3333-4333-8333-333333333333", "Reply with CHILD_OK", subagent.ModeContinuable)},
-			ScopeChildren, "33333333-3333-4333-8333-333333333333 [ready] \u2014 Reply with CHILD_OK"},
+			corpus.ScopeChildren, "33333333-3333-4333-8333-333333333333 [ready] \u2014 Reply with CHILD_OK"},
 		{"X2 descriptorless child", []subagent.Row{{Kind: subagent.KindDiagnostic, ID: "subagent-diagnostic-child", Reason: subagent.ReasonCorrupt}},
-			ScopeChildren, "subagent-diagnostic-child [diagnostic: corrupt]"},
+			corpus.ScopeChildren, "subagent-diagnostic-child [diagnostic: corrupt]"},
 		{"leased child is running", []subagent.Row{{Kind: subagent.KindChild, ID: "c", Mode: subagent.ModeContinuable, Label: strp("busy"), Activity: subagent.ActivityRunning}},
-			ScopeChildren, "c [running] \u2014 busy"},
+			corpus.ScopeChildren, "c [running] \u2014 busy"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,10 +131,10 @@ func TestListAgentsTextDSHPins(t *testing.T) {
 func TestListAgentsTerminalEscaping(t *testing.T) {
 	rows := []subagent.Row{{Kind: subagent.KindChild, ID: "c", Mode: subagent.ModeContinuable, Label: strp("a\x1b[2Jb"), Activity: subagent.ActivityInactive}}
 	var pipe, tty bytes.Buffer
-	if err := New(&pipe, Options{Format: Agents}).Listing(rows, ScopeChildren); err != nil {
+	if err := New(&pipe, Options{Format: Agents}).Listing(rows, corpus.ScopeChildren); err != nil {
 		t.Fatal(err)
 	}
-	if err := New(&tty, Options{Format: Agents, TTY: true}).Listing(rows, ScopeChildren); err != nil {
+	if err := New(&tty, Options{Format: Agents, TTY: true}).Listing(rows, corpus.ScopeChildren); err != nil {
 		t.Fatal(err)
 	}
 	if want := "c [ready] \u2014 a\x1b[2Jb\n"; pipe.String() != want {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -24,18 +24,18 @@ type Listing struct {
 }
 
 // List reads parent's listing in scope through l, under l's profile.
-func List(ctx context.Context, l *subagent.Lister, parent string, scope render.Scope) (Listing, error) {
+func List(ctx context.Context, l *subagent.Lister, parent string, scope corpus.Scope) (Listing, error) {
 	var out Listing
 	var err error
 	switch {
 	case l.Profile.CatalogAuthority():
 		var listing subagent.CatalogListing
-		listing, err = l.ListCatalog(ctx, parent, scope == render.ScopeDescendants)
+		listing, err = l.ListCatalog(ctx, parent, scope)
 		out.Rows, out.AgentRows, out.Catalog = listing.Rows, listing.Rows, true
-		if scope == render.ScopeChildren {
+		if scope == corpus.ScopeChildren {
 			out.AgentRows = listing.Entries
 		}
-	case scope == render.ScopeDescendants:
+	case scope == corpus.ScopeDescendants:
 		out.Rows, err = l.ListDescendants(ctx, parent)
 	default:
 		out.Rows, err = l.ListChildren(ctx, parent)

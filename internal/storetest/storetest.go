@@ -936,14 +936,14 @@ func testListingsHasChildren(t *testing.T, e *env) {
 	cached := subagent.NewStoreLister(st, e.b, 0)
 	uncached := subagent.NewStoreLister(st, e.b, 0)
 	uncached.Cache = nil
-	for _, scope := range []string{"children", "descendants"} {
+	for _, scope := range []corpus.Scope{corpus.ScopeChildren, corpus.ScopeDescendants} {
 		list := func(l *subagent.Lister) []subagent.Row {
 			t.Helper()
 			var (
 				rows []subagent.Row
 				err  error
 			)
-			if scope == "descendants" {
+			if scope == corpus.ScopeDescendants {
 				rows, err = l.ListDescendants(e.ctx, "p")
 			} else {
 				rows, err = l.ListChildren(e.ctx, "p")

@@ -73,7 +73,7 @@ type catalogResult struct {
 // cannot be read fails the listing: NOT_FOUND for an unknown root,
 // INVALID_LOG for a root whose catalog DSH refuses or whose log fails
 // validation.
-func (l *Lister) ListCatalog(ctx context.Context, root string, descendants bool) (CatalogListing, error) {
+func (l *Lister) ListCatalog(ctx context.Context, root string, scope corpus.Scope) (CatalogListing, error) {
 	if err := l.mounted(true); err != nil {
 		return CatalogListing{}, err
 	}
@@ -101,7 +101,7 @@ func (l *Lister) ListCatalog(ctx context.Context, root string, descendants bool)
 	if err != nil {
 		return CatalogListing{}, err
 	}
-	if !descendants {
+	if scope == corpus.ScopeChildren {
 		rows = slices.DeleteFunc(rows, func(r Row) bool { return r.Depth != 1 })
 	}
 	out.Rows = rows

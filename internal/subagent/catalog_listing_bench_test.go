@@ -5,6 +5,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/gencorpus"
 	"github.com/dsh-project/dsh/internal/render"
@@ -50,7 +51,7 @@ func benchCatalog(b *testing.B, profile dshcompat.Profile, parent string) {
 			b.Fatalf("%d rows, want %d", len(rows), n)
 		}
 		out.Reset()
-		if err := p.Listing(rows, render.ScopeChildren); err != nil {
+		if err := p.Listing(rows, corpus.ScopeChildren); err != nil {
 			b.Fatal(err)
 		}
 	}

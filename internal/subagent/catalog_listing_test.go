@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
@@ -76,7 +77,7 @@ func TestCatalogActivityFromLeases(t *testing.T) {
 	c.v4("S", 10)
 	c.holdLive(session.Header{Version: 4, ID: "B", CreatedAt: 20, Cwd: strp("/work")}, "")
 	c.holdLive(session.Header{Version: 4, ID: "L", CreatedAt: 30, Cwd: strp("/work")}, "")
-	listing, err := c.lister017().ListCatalog(c.ctx, "P", true)
+	listing, err := c.lister017().ListCatalog(c.ctx, "P", corpus.ScopeDescendants)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,7 @@ var ErrCancelled = dsherr.New(dsherr.Cancelled, "subagent listing was cancelled"
 // 0.1.7 profile: the first level of ListCatalog's walk).
 func (l *Lister) ListChildren(ctx context.Context, parent string) ([]Row, error) {
 	if l.Profile.CatalogAuthority() {
-		listing, err := l.ListCatalog(ctx, parent, false)
+		listing, err := l.ListCatalog(ctx, parent, corpus.ScopeChildren)
 		return listing.Rows, err
 	}
 	res, err := l.ResolveChildren(ctx, parent)
@@ -104,7 +104,7 @@ func (l *Lister) ListChildren(ctx context.Context, parent string) ([]Row, error)
 // pre-order, each row carrying parentId and depth.
 func (l *Lister) ListDescendants(ctx context.Context, root string) ([]Row, error) {
 	if l.Profile.CatalogAuthority() {
-		listing, err := l.ListCatalog(ctx, root, true)
+		listing, err := l.ListCatalog(ctx, root, corpus.ScopeDescendants)
 		return listing.Rows, err
 	}
 	res, err := l.ResolveDescendants(ctx, root)
@@ -131,7 +131,7 @@ func (l *Lister) ResolveChildren(ctx context.Context, parent string) ([]Resoluti
 		}
 		recs, err := c.Children(ctx, parent)
 		return recs, nil, err
-	}, false)
+	}, corpus.ScopeChildren)
 }
 
 // ResolveDescendants is ListDescendants with resolutions.
@@ -145,17 +145,18 @@ func (l *Lister) ResolveDescendants(ctx context.Context, root string) ([]Resolut
 		}
 		recs, err := c.Descendants(ctx, root)
 		return recs, nil, err
-	}, true)
+	}, corpus.ScopeDescendants)
 }
 
-// ResolveRecords runs the ladder over records the caller enumerated itself.
-func (l *Lister) ResolveRecords(ctx context.Context, recs []corpus.Record, placed bool) ([]Resolution, error) {
-	return l.resolveRecords(ctx, recs, nil, placed)
+// ResolveRecords runs the ladder over records the caller enumerated itself;
+// in descendants scope the rows carry each record's place in the tree.
+func (l *Lister) ResolveRecords(ctx context.Context, recs []corpus.Record, scope corpus.Scope) ([]Resolution, error) {
+	return l.resolveRecords(ctx, recs, nil, scope)
 }
 
 // resolveRecords is ResolveRecords; stored, when not nil, holds each
 // record's checkpoint as read with its header, in place of rung 2's lookup.
-func (l *Lister) resolveRecords(ctx context.Context, recs []corpus.Record, stored []storedRecord, placed bool) ([]Resolution, error) {
+func (l *Lister) resolveRecords(ctx context.Context, recs []corpus.Record, stored []storedRecord, scope corpus.Scope) ([]Resolution, error) {
 	if err := l.mounted(false); err != nil {
 		return nil, err
 	}
@@ -200,7 +201,7 @@ func (l *Lister) resolveRecords(ctx context.Context, recs []corpus.Record, store
 			if r.Kind == KindChild {
 				r.HasChildren = recs[i].HasChildren
 			}
-			if placed {
+			if scope == corpus.ScopeDescendants {
 				r.ParentID, r.Depth = recs[i].ParentID, recs[i].Depth
 			}
 		}
@@ -209,7 +210,7 @@ func (l *Lister) resolveRecords(ctx context.Context, recs []corpus.Record, store
 	return out, nil
 }
 
-func (l *Lister) resolve(ctx context.Context, enumerate func(*corpus.Corpus, corpus.HeaderSource) ([]corpus.Record, []storedRecord, error), placed bool) ([]Resolution, error) {
+func (l *Lister) resolve(ctx context.Context, enumerate func(*corpus.Corpus, corpus.HeaderSource) ([]corpus.Record, []storedRecord, error), scope corpus.Scope) ([]Resolution, error) {
 	if err := l.mounted(true); err != nil {
 		return nil, err
 	}
@@ -240,7 +241,7 @@ func (l *Lister) resolve(ctx context.Context, enumerate func(*corpus.Corpus, cor
 		}
 		return nil, err
 	}
-	return l.resolveRecords(ctx, recs, stored, placed)
+	return l.resolveRecords(ctx, recs, stored, scope)
 }
 
 // mounted is DSH's first preparation step: a listing without the projection

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/gencorpus"
 	"github.com/dsh-project/dsh/internal/render"
@@ -63,7 +64,7 @@ func benchListChildrenAs(b *testing.B, st *sqlitepersist.Store, profile dshcompa
 			b.Fatalf("%d rows, want %d", len(rows), benchChildren)
 		}
 		out.Reset()
-		if err := p.Listing(rows, render.ScopeChildren); err != nil {
+		if err := p.Listing(rows, corpus.ScopeChildren); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -130,7 +131,7 @@ func BenchmarkListChildrenBareFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	var listing bytes.Buffer
-	if err := render.New(&listing, render.Options{Format: render.JSON}).Listing(rows, render.ScopeChildren); err != nil {
+	if err := render.New(&listing, render.Options{Format: render.JSON}).Listing(rows, corpus.ScopeChildren); err != nil {
 		b.Fatal(err)
 	}
 	db, err := floor.Open(filepath.Join(b.TempDir(), "bare.db"), false)
@@ -180,7 +181,7 @@ func BenchmarkListDescendants(b *testing.B) {
 			b.Fatalf("%d rows, want at least %d", len(rows), benchChildren)
 		}
 		out.Reset()
-		if err := p.Listing(rows, render.ScopeDescendants); err != nil {
+		if err := p.Listing(rows, corpus.ScopeDescendants); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package subagent_test
 
 import (
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshfixtures"
 
 	"context"
@@ -54,9 +55,9 @@ func TestOracleListings(t *testing.T) {
 						l := subagent.NewStoreLister(st, st, 0)
 						l.Profile = profile
 						for key, want := range exp.Listings {
-							list, scope := l.ListChildren, render.ScopeChildren
+							list, scope := l.ListChildren, corpus.ScopeChildren
 							if want.Op == "descendants" {
-								list, scope = l.ListDescendants, render.ScopeDescendants
+								list, scope = l.ListDescendants, corpus.ScopeDescendants
 							}
 							rows, err := list(context.Background(), want.ID)
 							if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/session"
 )
@@ -207,10 +208,10 @@ func exportOne(ctx context.Context, st ExportSource, dir, id string, opts Export
 
 // Tree returns parent and the sessions below it, in pre-order with each
 // parent's children in creation order: its direct children (every session that
-// names it as parent, ordinary forks included), or with descendants the
+// names it as parent, ordinary forks included), or in descendants scope the
 // whole tree, so that listing parent over the exported files walks the
 // same sessions as in st. A parent-link cycle is followed once.
-func Tree(ctx context.Context, st backend.ChildrenReader, parent string, descendants bool) ([]string, error) {
+func Tree(ctx context.Context, st backend.ChildrenReader, parent string, scope corpus.Scope) ([]string, error) {
 	ids := []string{parent}
 	seen := map[string]bool{parent: true}
 	type frame struct {
@@ -227,7 +228,7 @@ func Tree(ctx context.Context, st backend.ChildrenReader, parent string, descend
 		if f.id != parent {
 			ids = append(ids, f.id)
 		}
-		if f.depth > 0 && !descendants {
+		if f.depth > 0 && scope == corpus.ScopeChildren {
 			continue
 		}
 		var kids []session.Header

@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshfixtures"
 
 	"bufio"
@@ -216,18 +217,18 @@ func TestTree(t *testing.T) {
 	st := openStore(t)
 	importAll(t, st, Location{KindJSONL, in})
 	for _, tc := range []struct {
-		descendants bool
-		want        []string
+		scope corpus.Scope
+		want  []string
 	}{
-		{false, []string{"p", "c1", "fork"}},
-		{true, []string{"p", "c1", "g1", "fork", "g2"}},
+		{corpus.ScopeChildren, []string{"p", "c1", "fork"}},
+		{corpus.ScopeDescendants, []string{"p", "c1", "g1", "fork", "g2"}},
 	} {
-		got, err := Tree(ctx, st, "p", tc.descendants)
+		got, err := Tree(ctx, st, "p", tc.scope)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got, tc.want) {
-			t.Errorf("descendants=%v: %v, want %v", tc.descendants, got, tc.want)
+			t.Errorf("%v: %v, want %v", tc.scope, got, tc.want)
 		}
 	}
 }

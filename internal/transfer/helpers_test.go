@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshfixtures"
 
 	"context"
@@ -75,7 +76,7 @@ func listingJSON(rows []subagent.Row) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = render.AppendListEntry(b, r, render.ScopeDescendants)
+		b = render.AppendListEntry(b, r, corpus.ScopeDescendants)
 	}
 	return append(b, ']')
 }

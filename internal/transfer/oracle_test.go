@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshfixtures"
 
 	"context"
@@ -41,9 +42,11 @@ func TestImportedOracleListings(t *testing.T) {
 				for key, l := range o.Listings {
 					lister := subagent.NewStoreLister(st, nil, 0)
 					var rows []subagent.Row
-					var err error
-					scope := render.Scope(l.Op)
-					if scope == render.ScopeDescendants {
+					scope, err := corpus.ParseScope(l.Op)
+					if err != nil {
+						t.Fatalf("%s: %v", key, err)
+					}
+					if scope == corpus.ScopeDescendants {
 						rows, err = lister.ListDescendants(ctx, l.ID)
 					} else {
 						rows, err = lister.ListChildren(ctx, l.ID)

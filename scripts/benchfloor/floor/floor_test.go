@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/gencorpus"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
@@ -33,11 +34,11 @@ func TestListingFloorsPrintDSHBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	dsh := func(scope render.Scope) []byte {
+	dsh := func(scope corpus.Scope) []byte {
 		l := subagent.NewStoreLister(st, st, 0)
 		var rows []subagent.Row
 		var err error
-		if scope == render.ScopeDescendants {
+		if scope == corpus.ScopeDescendants {
 			rows, err = l.ListDescendants(ctx, gencorpus.DefaultParent)
 		} else {
 			rows, err = l.ListChildren(ctx, gencorpus.DefaultParent)
@@ -61,7 +62,7 @@ func TestListingFloorsPrintDSHBytes(t *testing.T) {
 			t.Errorf("%s floor prints %d bytes that differ from dsh's %d", name, got.Len(), len(want))
 		}
 	}
-	children, descendants := dsh(render.ScopeChildren), dsh(render.ScopeDescendants)
+	children, descendants := dsh(corpus.ScopeChildren), dsh(corpus.ScopeDescendants)
 	if bytes.Count(children, []byte(`"kind":"diagnostic"`)) == 0 || bytes.Count(children, []byte(`"kind":"child"`)) == 0 {
 		t.Fatalf("the corpus lacks children or diagnostics: %s", children)
 	}
