@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -38,7 +38,7 @@ func seedDamagedChildren(t *testing.T, db string) {
 	if err := s.CreateSession(ctx, session.Header{ID: "p", CreatedAt: 1700000000000, Cwd: &cwd}, nil); err != nil {
 		t.Fatal(err)
 	}
-	tail := &sqlitepersist.TornTail{FromSeq: 3, Reason: "truncated line", Raw: []byte(`{"type":"turn/st`)}
+	tail := &backend.TornTail{FromSeq: 3, Reason: "truncated line", Raw: []byte(`{"type":"turn/st`)}
 	if _, err := s.ImportSession(ctx, child("torn"), described, tail); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func seedDamagedChildren(t *testing.T, db string) {
 		t.Fatal(err)
 	}
 	past := time.Now().Add(-time.Hour)
-	holder := sqlitepersist.LeaseHolder{ID: "dead-holder", PID: 99999, Host: "gone", TTL: time.Minute}
+	holder := backend.LeaseHolder{ID: "dead-holder", PID: 99999, Host: "gone", TTL: time.Minute}
 	if _, err := s.WithClock(func() time.Time { return past }).AcquireLease(ctx, "crashed", holder); err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestDiagnoseFailOnEachSeverity(t *testing.T) {
 	if err := s.CreateSession(ctx, header("open-turn"), append(turn[:2:2], event(session.TypeTurnStart, 2, `{"turn":2}`))); err != nil {
 		t.Fatal(err)
 	}
-	tail := &sqlitepersist.TornTail{FromSeq: 2, Reason: "truncated line", Raw: []byte(`{"type":"turn/st`)}
+	tail := &backend.TornTail{FromSeq: 2, Reason: "truncated line", Raw: []byte(`{"type":"turn/st`)}
 	if _, err := s.ImportSession(ctx, header("torn"), turn, tail); err != nil {
 		t.Fatal(err)
 	}

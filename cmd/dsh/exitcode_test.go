@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 func TestClassify(t *testing.T) {
@@ -27,10 +27,10 @@ func TestClassify(t *testing.T) {
 		{"success", nil, true, "", 0},
 		{"cancellation wrapped as a store error", dsherr.Wrap(dsherr.StoreUnavailable, context.Canceled, "read"), true, dsherr.Cancelled, 130},
 		{"cancellation bare", fmt.Errorf("load: %w", context.Canceled), true, dsherr.Cancelled, 130},
-		{"missing database", fmt.Errorf("open: %w", sqlitepersist.ErrNoDatabase), true, dsherr.StoreUnavailable, 3},
-		{"unknown id", &dsherr.Error{Code: dsherr.NotFound, Msg: "x", Err: sqlitepersist.ErrNotFound}, true, dsherr.NotFound, 2},
-		{"unknown id uncoded", fmt.Errorf("header: %w", sqlitepersist.ErrNotFound), true, dsherr.NotFound, 2},
-		{"duplicate uncoded", fmt.Errorf("create: %w", sqlitepersist.ErrDuplicate), true, dsherr.AlreadyExists, 2},
+		{"missing database", fmt.Errorf("open: %w", backend.ErrNoDatabase), true, dsherr.StoreUnavailable, 3},
+		{"unknown id", &dsherr.Error{Code: dsherr.NotFound, Msg: "x", Err: backend.ErrNotFound}, true, dsherr.NotFound, 2},
+		{"unknown id uncoded", fmt.Errorf("header: %w", backend.ErrNotFound), true, dsherr.NotFound, 2},
+		{"duplicate uncoded", fmt.Errorf("create: %w", backend.ErrDuplicate), true, dsherr.AlreadyExists, 2},
 		{"usage", dsherr.New(dsherr.Usage, "bad"), false, dsherr.Usage, 2},
 		{"invalid input", dsherr.New(dsherr.InvalidInput, "bad"), true, dsherr.InvalidInput, 2},
 		{"not resumable", dsherr.New(dsherr.NotResumable, "x"), true, dsherr.NotResumable, 2},

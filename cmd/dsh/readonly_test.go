@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
@@ -96,11 +97,11 @@ func seedReadOnlyCorpus(t *testing.T, db string) {
 	if err := s.CreateSession(ctx, child("child"), described); err != nil {
 		t.Fatal(err)
 	}
-	childTail := &sqlitepersist.TornTail{FromSeq: 2, Reason: "truncated line", Raw: []byte(`{"type":"turn/st`)}
+	childTail := &backend.TornTail{FromSeq: 2, Reason: "truncated line", Raw: []byte(`{"type":"turn/st`)}
 	if _, err := s.ImportSession(ctx, child("torn-child"), described, childTail); err != nil {
 		t.Fatal(err)
 	}
-	tail := &sqlitepersist.TornTail{FromSeq: 2, Reason: "truncated line", Raw: []byte(`{"type":"turn/st`)}
+	tail := &backend.TornTail{FromSeq: 2, Reason: "truncated line", Raw: []byte(`{"type":"turn/st`)}
 	if _, err := s.ImportSession(ctx, header("torn"), turn, tail); err != nil {
 		t.Fatal(err)
 	}

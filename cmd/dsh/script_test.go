@@ -115,7 +115,6 @@ func TestScriptsPostgres(t *testing.T) {
 
 // scriptsNotOnPostgres are the scripts TestScriptsPostgres skips, and why.
 var scriptsNotOnPostgres = map[string]string{
-	"debug":  "expects SQLite's statements in the debug log",
 	"errors": "exercises SQLite file errors (permissions, symlinks, foreign files)",
 }
 

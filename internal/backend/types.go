@@ -38,6 +38,21 @@ var (
 	// another process acquired it) or released; the caller must stop
 	// writing (NOT_DELIVERED).
 	ErrLeaseLost = errors.New("lease lost")
+	// ErrSchemaTooNew: the database was migrated by a newer dsh
+	// (STORE_UNAVAILABLE; upgrade dsh).
+	ErrSchemaTooNew = errors.New("database schema is newer than this dsh")
+	// ErrSchemaTooOld: a read-only open found a schema that dsh init has
+	// not yet migrated (STORE_UNAVAILABLE).
+	ErrSchemaTooOld = errors.New("database schema is older than this dsh")
+	// ErrForeignDatabase: the database (a SQLite file, a PostgreSQL
+	// schema) holds tables dsh did not create (STORE_UNAVAILABLE).
+	ErrForeignDatabase = errors.New("not a dsh database")
+	// ErrUnreachable: no database server answered at the address
+	// (STORE_UNAVAILABLE).
+	ErrUnreachable = errors.New("database server unreachable")
+	// ErrAuthentication: the database server refused the user or password
+	// (STORE_UNAVAILABLE).
+	ErrAuthentication = errors.New("database authentication failed")
 )
 
 // Inspection is a session as a reader sees it.

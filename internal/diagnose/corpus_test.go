@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 // expectation is what the audit must say about one session of the damage
@@ -113,7 +113,7 @@ func damageCorpus(s *store) map[string]expectation {
 
 	// A live holder whose projection unit failed.
 	s.create(s.childOf("parent", "c17-unit-failed"), withDescriptor(continuable("poison me")))
-	s.lease("c17-unit-failed", "holder-live", time.Hour, &sqlitepersist.LiveSnapshot{UnitFailure: "view threw: poison me"})
+	s.lease("c17-unit-failed", "holder-live", time.Hour, &backend.LiveSnapshot{UnitFailure: "view threw: poison me"})
 	want["c17-unit-failed"] = expectation{"UNIT_FAILED", RowCorrupt}
 
 	// The catalog serves a checkpoint of a log that has since been damaged:

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
@@ -101,9 +102,9 @@ func (s *store) checkpoint(h session.Header, events []session.Event) {
 // lease makes a holder take the lease on id and publish snap (nil: nothing
 // published yet). ttl < 0 leaves a lease that expired |ttl| ago: a holder
 // that crashed.
-func (s *store) lease(id, holderID string, ttl time.Duration, snap *sqlitepersist.LiveSnapshot) {
+func (s *store) lease(id, holderID string, ttl time.Duration, snap *backend.LiveSnapshot) {
 	s.t.Helper()
-	h := sqlitepersist.LeaseHolder{ID: holderID, PID: 4242, Host: "build-7", TTL: ttl}
+	h := backend.LeaseHolder{ID: holderID, PID: 4242, Host: "build-7", TTL: ttl}
 	st := s.st
 	if ttl < 0 {
 		at := time.Now().Add(2 * ttl)
@@ -120,8 +121,8 @@ func (s *store) lease(id, holderID string, ttl time.Duration, snap *sqlitepersis
 }
 
 // published is a holder's snapshot with the raw subagent view.
-func published(view string) *sqlitepersist.LiveSnapshot {
-	return &sqlitepersist.LiveSnapshot{Subagent: json.RawMessage(view)}
+func published(view string) *backend.LiveSnapshot {
+	return &backend.LiveSnapshot{Subagent: json.RawMessage(view)}
 }
 
 // audit runs diagnose over the store and collects the reports.

@@ -162,7 +162,7 @@ func decodeRows(ctx context.Context, q querier, sizeHint int64, query string, ar
 // Inspect implements backend.LogReader in one read-only snapshot.
 func (s *Store) Inspect(ctx context.Context, id string) (*backend.Inspection, error) {
 	var ins *backend.Inspection
-	err := s.ReadSnapshot(ctx, func(view *Store) error {
+	err := s.view(ctx, func(view *Store) error {
 		log, err := scanLog(ctx, view.tx, id, false)
 		if err != nil {
 			return err
@@ -185,7 +185,7 @@ func (s *Store) InspectTypes(ctx context.Context, id string, types ...string) (*
 		return s.Inspect(ctx, id)
 	}
 	var ins *backend.Inspection
-	err := s.ReadSnapshot(ctx, func(view *Store) error {
+	err := s.view(ctx, func(view *Store) error {
 		q := view.tx
 		st, err := readSessionState(ctx, q, id, false)
 		if err != nil {
@@ -305,7 +305,7 @@ func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []
 	if len(ids) == 0 {
 		return out, nil
 	}
-	err := s.ReadSnapshot(ctx, func(view *Store) error {
+	err := s.view(ctx, func(view *Store) error {
 		q := view.tx
 		rows, err := q.Query(ctx, "SELECT "+headerColumns+` FROM sessions
 			WHERE id = ANY($1::text[]) AND verified
@@ -406,7 +406,7 @@ func (s *Store) ColdVerdicts(ctx context.Context, ids []string) (map[string]back
 // the verdict Inspect would give, without changing anything.
 func (s *Store) Audit(ctx context.Context, id string) (*backend.AuditRead, error) {
 	var a *backend.AuditRead
-	err := s.ReadSnapshot(ctx, func(view *Store) error {
+	err := s.view(ctx, func(view *Store) error {
 		var err error
 		a, err = auditOne(ctx, view.tx, id)
 		return err
@@ -463,7 +463,7 @@ func auditOne(ctx context.Context, q querier, id string) (*backend.AuditRead, er
 // torn or damaged, and a log whose rows are corrupt before its last
 // turn/end, are audited after the stream by Audit's own path.
 func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*backend.AuditRead) error) error {
-	err := s.ReadSnapshot(ctx, func(view *Store) error {
+	err := s.view(ctx, func(view *Store) error {
 		q := view.tx
 		states, err := auditStates(ctx, q, ids)
 		if err != nil {

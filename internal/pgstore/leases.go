@@ -76,7 +76,7 @@ func (s *Store) AcquireLease(ctx context.Context, id string, h backend.LeaseHold
 	if err := h.Check(); err != nil {
 		return nil, err
 	}
-	err = s.WriteTx(ctx, func(view *Store) error {
+	err = s.update(ctx, func(view *Store) error {
 		q := view.tx
 		var now int64
 		err := q.QueryRow(ctx, "SELECT "+serverMillis+" FROM sessions WHERE id = $1 FOR NO KEY UPDATE", id).Scan(&now)
@@ -134,7 +134,7 @@ func (s *Store) HeartbeatLease(ctx context.Context, id string, h backend.LeaseHo
 			FROM (SELECT ` + serverMillis + ` AS now) AS t WHERE session_id = $2 AND holder = $3`
 		args = append(args, published...)
 	}
-	err := s.WriteTx(ctx, func(view *Store) error {
+	err := s.update(ctx, func(view *Store) error {
 		return execOwned(ctx, view.tx, id, h, query, args...)
 	})
 	if err != nil {
@@ -145,7 +145,7 @@ func (s *Store) HeartbeatLease(ctx context.Context, id string, h backend.LeaseHo
 
 // ReleaseLease implements backend.Leaser.
 func (s *Store) ReleaseLease(ctx context.Context, id string, h backend.LeaseHolder) error {
-	err := s.WriteTx(ctx, func(view *Store) error {
+	err := s.update(ctx, func(view *Store) error {
 		return execOwned(ctx, view.tx, id, h, "DELETE FROM leases WHERE session_id = $1 AND holder = $2", id, h.ID)
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/migrations"
 )
@@ -69,10 +70,10 @@ func readIdentity(ctx context.Context, q querier) (identity, error) {
 func (id identity) check(name string, latest int) error {
 	switch {
 	case !id.recorded && id.tables > 0:
-		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrForeignDatabase,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: backend.ErrForeignDatabase,
 			Msg: fmt.Sprintf("%s is not a dsh database (schema %s has tables but no %s)", name, id.schema, migrationsTable)}
 	case id.version > latest:
-		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrSchemaTooNew,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: backend.ErrSchemaTooNew,
 			Msg: fmt.Sprintf("%s has schema version %d, newer than this dsh supports (%d); upgrade dsh", name, id.version, latest)}
 	}
 	return nil
@@ -149,7 +150,7 @@ func (s *Store) checkReadableSchema(ctx context.Context) error {
 		return err
 	}
 	if id.version == 0 {
-		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrNoDatabase,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: backend.ErrNoDatabase,
 			Msg: fmt.Sprintf("%s is not initialized (run dsh init)", s.name)}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/pgtest"
 )
@@ -139,16 +140,16 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	openT(t, url).Close()
 	pgtest.Exec(t, url, "INSERT INTO "+migrationsTable+" VALUES (999, 'future', 0)")
 	_, err := Open(ctx, url)
-	wantStoreError(t, err, ErrSchemaTooNew, "schema version 999", "upgrade dsh")
+	wantStoreError(t, err, backend.ErrSchemaTooNew, "schema version 999", "upgrade dsh")
 	_, err = OpenReadOnly(ctx, url)
-	wantStoreError(t, err, ErrSchemaTooNew, "schema version 999")
+	wantStoreError(t, err, backend.ErrSchemaTooNew, "schema version 999")
 }
 
 func TestOpenRefusesForeignSchema(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	pgtest.Exec(t, url, "CREATE TABLE schema_migrations (version bigint)")
 	_, err := Open(context.Background(), url)
-	wantStoreError(t, err, ErrForeignDatabase, "not a dsh database")
+	wantStoreError(t, err, backend.ErrForeignDatabase, "not a dsh database")
 	pgtest.Exec(t, url, "SELECT 1 FROM schema_migrations") // untouched
 	var tables int
 	s, err := connect(context.Background(), url, true)
@@ -165,7 +166,7 @@ func TestOpenRefusesForeignSchema(t *testing.T) {
 func TestOpenReadOnlyRefusesUninitialized(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	_, err := OpenReadOnly(context.Background(), url)
-	wantStoreError(t, err, ErrNoDatabase, "not initialized", "dsh init")
+	wantStoreError(t, err, backend.ErrNoDatabase, "not initialized", "dsh init")
 }
 
 func TestConnectionErrors(t *testing.T) {
@@ -174,7 +175,7 @@ func TestConnectionErrors(t *testing.T) {
 	t.Run("missing database", func(t *testing.T) {
 		url := pgtest.WithDatabase(t, admin, "dsh_test_no_such_database")
 		_, err := OpenReadOnly(ctx, url)
-		wantStoreError(t, err, ErrNoDatabase, "dsh_test_no_such_database", "does not exist")
+		wantStoreError(t, err, backend.ErrNoDatabase, "dsh_test_no_such_database", "does not exist")
 	})
 	t.Run("unknown role", func(t *testing.T) {
 		url := strings.Replace(pgtest.WithDatabase(t, admin, "postgres"), "//postgres@", "//dsh_no_such_role:hunter2@", 1)
@@ -182,7 +183,7 @@ func TestConnectionErrors(t *testing.T) {
 			t.Skipf("admin URL %s has another user; cannot build a bad-credentials URL", Redact(admin))
 		}
 		_, err := Open(ctx, url)
-		wantStoreError(t, err, ErrAuthentication, "authentication failed", "dsh_no_such_role")
+		wantStoreError(t, err, backend.ErrAuthentication, "authentication failed", "dsh_no_such_role")
 		if strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("error shows the password: %v", err)
 		}
@@ -190,14 +191,14 @@ func TestConnectionErrors(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		// Port 1 on the loopback: nothing listens, the connection is refused.
 		_, err := Open(ctx, "postgres://someone:hunter2@127.0.0.1:1/dsh?sslmode=disable")
-		wantStoreError(t, err, ErrUnreachable, "cannot connect", "127.0.0.1")
+		wantStoreError(t, err, backend.ErrUnreachable, "cannot connect", "127.0.0.1")
 		if strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("error shows the password: %v", err)
 		}
 	})
 	t.Run("unreachable keyword/value", func(t *testing.T) {
 		_, err := Open(ctx, "host=127.0.0.1 port=1 user=someone password='hunter2' dbname=dsh sslmode=disable")
-		wantStoreError(t, err, ErrUnreachable, "cannot connect", "127.0.0.1", "password=xxxxx")
+		wantStoreError(t, err, backend.ErrUnreachable, "cannot connect", "127.0.0.1", "password=xxxxx")
 		if strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("error shows the password: %v", err)
 		}

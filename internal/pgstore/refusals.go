@@ -21,7 +21,7 @@ var (
 // RecordRefusal implements backend.RefusalRecorder.
 func (s *Store) RecordRefusal(ctx context.Context, r backend.Refusal) error {
 	r = storedlog.StorableRefusal(r)
-	err := s.WriteTx(ctx, func(view *Store) error {
+	err := s.update(ctx, func(view *Store) error {
 		q := view.tx
 		held, refused, err := refusalHold(ctx, q, r.ID)
 		if err != nil || (held && !refused) {
@@ -70,7 +70,7 @@ func refusalHold(ctx context.Context, q querier, id string) (held, refused bool,
 
 // ClearRefusals implements backend.RefusalRecorder.
 func (s *Store) ClearRefusals(ctx context.Context, location, id string) error {
-	err := s.WriteTx(ctx, func(view *Store) error {
+	err := s.update(ctx, func(view *Store) error {
 		q := view.tx
 		if _, refused, err := refusalHold(ctx, q, id); err != nil {
 			return err
@@ -97,7 +97,7 @@ func (s *Store) ClearRefusals(ctx context.Context, location, id string) error {
 // RefusedOnly implements backend.RefusalRecorder.
 func (s *Store) RefusedOnly(ctx context.Context, id string) (bool, error) {
 	var refused bool
-	err := s.ReadSnapshot(ctx, func(view *Store) error {
+	err := s.view(ctx, func(view *Store) error {
 		var err error
 		_, refused, err = refusalHold(ctx, view.tx, id)
 		return err
@@ -111,7 +111,7 @@ func (s *Store) RefusedOnly(ctx context.Context, id string) (bool, error) {
 // Refusals implements backend.RefusalReader.
 func (s *Store) Refusals(ctx context.Context, fn func(backend.Refusal) error) error {
 	var all []backend.Refusal
-	err := s.ReadSnapshot(ctx, func(view *Store) error {
+	err := s.view(ctx, func(view *Store) error {
 		rows, err := view.tx.Query(ctx, "SELECT location, session_id, code, seq, reason, listed FROM import_refusals ORDER BY location, session_id")
 		if err != nil {
 			return err

@@ -31,22 +31,6 @@ import (
 // connect_timeout: an unreachable host fails the command instead of hanging.
 const DefaultConnectTimeout = 10 * time.Second
 
-// Sentinel errors, matched with errors.Is. The errors Open returns wrap them
-// in a *dsherr.Error with code STORE_UNAVAILABLE (exit 3).
-var (
-	// ErrUnreachable: no server answered at the URL's address.
-	ErrUnreachable = errors.New("database server unreachable")
-	// ErrAuthentication: the server refused the user or password.
-	ErrAuthentication = errors.New("database authentication failed")
-	// ErrNoDatabase: the database does not exist, or a read-only open
-	// found it not initialized (the backend contract's sentinel).
-	ErrNoDatabase = backend.ErrNoDatabase
-	// ErrSchemaTooNew: the database was migrated by a newer dsh.
-	ErrSchemaTooNew = errors.New("database schema is newer than this dsh")
-	// ErrForeignDatabase: the schema holds tables dsh did not create.
-	ErrForeignDatabase = errors.New("not a dsh database")
-)
-
 // querier is what both the pool and a transaction offer.
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
@@ -57,8 +41,8 @@ type querier interface {
 }
 
 // Store is an open PostgreSQL session store. The Store returned by Open or
-// OpenReadOnly is safe for concurrent use; the views handed to ReadSnapshot
-// and WriteTx callbacks are bound to one transaction and valid only inside
+// OpenReadOnly is safe for concurrent use; the views handed to View
+// and Update callbacks are bound to one transaction and valid only inside
 // the callback.
 type Store struct {
 	pool *pgxpool.Pool
@@ -70,7 +54,7 @@ type Store struct {
 	// tx is set on a view: every method of the view runs inside it.
 	tx         pgx.Tx
 	txWritable bool
-	// savepoints numbers nested WriteTx calls on a view.
+	// savepoints numbers nested Update calls on a view.
 	savepoints int
 }
 
@@ -122,6 +106,7 @@ func connect(ctx context.Context, dsn string, readOnly bool) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "dsh"
 	}
+	cfg.ConnConfig.Tracer = tracer{}
 	if readOnly {
 		// Any statement that would write fails in the server, whatever
 		// the role may do.
@@ -183,10 +168,10 @@ func connectError(err error, name string, secrets []string) error {
 	if errors.As(err, &pgErr) {
 		switch {
 		case pgErr.Code == "28P01" || pgErr.Code == "28000":
-			return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrAuthentication,
+			return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: backend.ErrAuthentication,
 				Msg: fmt.Sprintf("%s: authentication failed: %s", name, scrub(pgErr.Message, secrets))}
 		case pgErr.Code == "3D000":
-			return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrNoDatabase,
+			return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: backend.ErrNoDatabase,
 				Msg: fmt.Sprintf("%s: %s (create it, e.g. createdb, then run dsh init)", name, scrub(pgErr.Message, secrets))}
 		}
 		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: err,
@@ -195,7 +180,7 @@ func connectError(err error, name string, secrets []string) error {
 	var netErr net.Error
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &netErr) || errors.As(err, &connectErr) || errors.Is(err, context.DeadlineExceeded) {
-		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: errors.Join(ErrUnreachable, err),
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: errors.Join(backend.ErrUnreachable, err),
 			Msg: fmt.Sprintf("%s: cannot connect to the server: %s", name, scrub(rootCause(err), secrets))}
 	}
 	return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: err,
@@ -240,10 +225,10 @@ func (s *Store) q() querier {
 	return s.pool
 }
 
-// ReadSnapshot runs fn with a view whose methods all read one consistent
+// view runs fn with a view whose methods all read one consistent
 // snapshot (a REPEATABLE READ, READ ONLY transaction). Inside a view it
 // reuses the view's transaction.
-func (s *Store) ReadSnapshot(ctx context.Context, fn func(view *Store) error) error {
+func (s *Store) view(ctx context.Context, fn func(view *Store) error) error {
 	if s.tx != nil {
 		return fn(s)
 	}
@@ -262,12 +247,12 @@ func (s *Store) ReadSnapshot(ctx context.Context, fn func(view *Store) error) er
 	return nil
 }
 
-// WriteTx runs fn with a view bound to one READ COMMITTED transaction and
+// update runs fn with a view bound to one READ COMMITTED transaction and
 // commits when fn returns nil; any error rolls everything back. The methods
 // of the view lock the rows they decide on (an append locks its session's
 // row), so concurrent writers from other machines serialize where they
-// conflict. Inside a WriteTx view it nests through a savepoint.
-func (s *Store) WriteTx(ctx context.Context, fn func(tx *Store) error) error {
+// conflict. Inside an Update view it nests through a savepoint.
+func (s *Store) update(ctx context.Context, fn func(tx *Store) error) error {
 	if s.readOnly {
 		return dsherr.New(dsherr.StoreUnavailable, "store %s is open read-only", s.name)
 	}
@@ -325,12 +310,12 @@ func (s *Store) storeError(err error, what string) error {
 
 var _ backend.Backend = (*Store)(nil)
 
-// View implements backend.Transactor with ReadSnapshot.
+// View implements backend.Transactor: view with the view as a backend.Store.
 func (s *Store) View(ctx context.Context, fn func(view backend.Store) error) error {
-	return s.ReadSnapshot(ctx, func(view *Store) error { return fn(view) })
+	return s.view(ctx, func(view *Store) error { return fn(view) })
 }
 
-// Update implements backend.Transactor with WriteTx.
+// Update implements backend.Transactor: update with the view as a backend.Store.
 func (s *Store) Update(ctx context.Context, fn func(tx backend.Store) error) error {
-	return s.WriteTx(ctx, func(tx *Store) error { return fn(tx) })
+	return s.update(ctx, func(tx *Store) error { return fn(tx) })
 }

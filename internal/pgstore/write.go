@@ -117,7 +117,7 @@ func (s *Store) CreateSession(ctx context.Context, h session.Header, initial []s
 	if err != nil {
 		return fmt.Errorf("create session %q: %w", h.ID, err)
 	}
-	err = s.WriteTx(ctx, func(view *Store) error {
+	err = s.update(ctx, func(view *Store) error {
 		q := view.tx
 		if err := insertBareHeader(ctx, q, h); err != nil {
 			return err
@@ -148,7 +148,7 @@ func (s *Store) Append(ctx context.Context, id string, expectedNext int64, event
 	if err := storedlog.CheckStorable(session.Header{ID: id}, events); err != nil {
 		return err
 	}
-	err := s.WriteTx(ctx, func(view *Store) error {
+	err := s.update(ctx, func(view *Store) error {
 		q := view.tx
 		v, stored, err := tailValidator(ctx, q, id)
 		if err != nil {
@@ -208,7 +208,7 @@ func tailValidator(ctx context.Context, q querier, id string) (*session.Validato
 // row lock.
 func (s *Store) Load(ctx context.Context, id string) (*backend.Inspection, error) {
 	var ins *backend.Inspection
-	err := s.WriteTx(ctx, func(view *Store) error {
+	err := s.update(ctx, func(view *Store) error {
 		q := view.tx
 		log, err := scanLog(ctx, q, id, true)
 		if err != nil {
@@ -250,7 +250,7 @@ func (s *Store) ImportSession(ctx context.Context, h session.Header, events []se
 		return backend.ImportResult{}, err
 	}
 	var res backend.ImportResult
-	err := s.WriteTx(ctx, func(view *Store) error {
+	err := s.update(ctx, func(view *Store) error {
 		q := view.tx
 		if err := insertBareHeader(ctx, q, h); err != nil {
 			return err
@@ -308,7 +308,7 @@ func (s *Store) ImportDamagedSession(ctx context.Context, h session.Header, pref
 	}
 	reason := storedlog.StorableReason(damage.Reason)
 	invalid := storedlog.CorruptRow(h.ID, damage.FromSeq, reason)
-	err := s.WriteTx(ctx, func(view *Store) error {
+	err := s.update(ctx, func(view *Store) error {
 		q := view.tx
 		if err := insertBareHeader(ctx, q, h); err != nil {
 			return err

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -30,7 +30,7 @@ func benchCache(b *testing.B) (*projcache.Cache, []session.Header) {
 		b.Fatal(err)
 	}
 	headers := make([]session.Header, benchChildren)
-	err = st.WriteTx(ctx, func(tx *sqlitepersist.Store) error {
+	err = st.Update(ctx, func(tx backend.Store) error {
 		c := projcache.NewCache(tx, reg)
 		for i := range headers {
 			h := childHeader(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i))

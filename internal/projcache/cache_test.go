@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
@@ -409,7 +410,7 @@ func (m maintenance) cache(t *testing.T, st *sqlitepersist.Store) *projcache.Cac
 func storeReader(st *sqlitepersist.Store) projcache.ReadFunc {
 	return func(ctx context.Context, id string) (session.Header, []session.Event, error) {
 		ins, err := st.Inspect(ctx, id)
-		if errors.Is(err, sqlitepersist.ErrNotFound) {
+		if errors.Is(err, backend.ErrNotFound) {
 			return session.Header{}, nil, fmt.Errorf("%w: %w", projcache.ErrSessionGone, err)
 		}
 		if err != nil {
@@ -422,7 +423,7 @@ func storeReader(st *sqlitepersist.Store) projcache.ReadFunc {
 func storeHeaders(st *sqlitepersist.Store) projcache.HeaderFunc {
 	return func(ctx context.Context, id string) (session.Header, error) {
 		h, err := st.Header(ctx, id)
-		if errors.Is(err, sqlitepersist.ErrNotFound) {
+		if errors.Is(err, backend.ErrNotFound) {
 			return session.Header{}, fmt.Errorf("%w: %w", projcache.ErrSessionGone, err)
 		}
 		return h, err

@@ -17,8 +17,8 @@ import (
 // facts a reader normally hides: the stored seqs' gaps and, next to the
 // valid prefix, the reason the log cannot be read, if any. Only a failure to
 // read the store (or an unknown id, wrapping ErrNotFound) is an error.
-func (s *Store) Audit(ctx context.Context, id string) (*AuditRead, error) {
-	var a *AuditRead
+func (s *Store) Audit(ctx context.Context, id string) (*backend.AuditRead, error) {
+	var a *backend.AuditRead
 	err := s.read(ctx, func(q Querier) error {
 		var err error
 		a, err = auditOne(ctx, q, id)
@@ -30,7 +30,7 @@ func (s *Store) Audit(ctx context.Context, id string) (*AuditRead, error) {
 	return a, nil
 }
 
-func auditOne(ctx context.Context, q Querier, id string) (*AuditRead, error) {
+func auditOne(ctx context.Context, q Querier, id string) (*backend.AuditRead, error) {
 	log, err := scanLog(ctx, q, id)
 	var refused *backend.RefusedError
 	if errors.As(err, &refused) {
@@ -38,9 +38,9 @@ func auditOne(ctx context.Context, q Querier, id string) (*AuditRead, error) {
 		if serr != nil {
 			return nil, serr
 		}
-		return &AuditRead{Header: st.header, ReadErr: err}, nil
+		return &backend.AuditRead{Header: st.header, ReadErr: err}, nil
 	}
-	if errors.Is(err, ErrCorrupt) {
+	if errors.Is(err, backend.ErrCorrupt) {
 		st, serr := readSessionState(ctx, q, id)
 		if serr != nil {
 			return nil, serr
@@ -49,7 +49,7 @@ func auditOne(ctx context.Context, q Querier, id string) (*AuditRead, error) {
 		if gerr != nil {
 			return nil, gerr
 		}
-		a := &AuditRead{Header: st.header, Gaps: gaps, Verified: st.verified, ReadErr: err}
+		a := &backend.AuditRead{Header: st.header, Gaps: gaps, Verified: st.verified, ReadErr: err}
 		a.Damaged, a.Prefix, err = readDamagedPrefix(ctx, q, id)
 		return a, err
 	}
@@ -59,7 +59,7 @@ func auditOne(ctx context.Context, q Querier, id string) (*AuditRead, error) {
 	// A verified log was written contiguously by dsh and no row has
 	// changed since (the triggers clear the flag on any other change),
 	// so only other logs can have holes.
-	var gaps []SeqGap
+	var gaps []backend.SeqGap
 	if !log.state.verified {
 		if gaps, err = seqGaps(ctx, q, id); err != nil {
 			return nil, err
@@ -75,7 +75,7 @@ func auditOne(ctx context.Context, q Querier, id string) (*AuditRead, error) {
 // read. The few logs an import recorded as torn or damaged, and a log whose
 // rows are corrupt before its last turn/end, are audited after the stream
 // by Audit's own path.
-func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*AuditRead) error) error {
+func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*backend.AuditRead) error) error {
 	err := s.read(ctx, func(q Querier) error {
 		list := jsjson.StringArray(ids)
 		states, err := auditStates(ctx, q, list)
@@ -90,7 +90,7 @@ func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*AuditRead)
 			}
 			defer rows.Close()
 			return storedlog.StreamLogs(rows, send)
-		}, func(id string) (*AuditRead, error) { return auditOne(ctx, q, id) }, fn)
+		}, func(id string) (*backend.AuditRead, error) { return auditOne(ctx, q, id) }, fn)
 	})
 	if err != nil {
 		return s.storeError(err, fmt.Sprintf("audit %d sessions", len(ids)))
@@ -123,7 +123,7 @@ func auditStates(ctx context.Context, q Querier, list string) (map[string]*store
 
 // readDamagedPrefix reads an imported damaged log: its damaged_logs row and
 // the events rows before it, nil when the session has none.
-func readDamagedPrefix(ctx context.Context, q Querier, id string) (*DamagedLog, []session.Event, error) {
+func readDamagedPrefix(ctx context.Context, q Querier, id string) (*backend.DamagedLog, []session.Event, error) {
 	d, err := readDamagedLog(ctx, q, id)
 	if err != nil || d == nil {
 		return nil, nil, err
@@ -141,7 +141,7 @@ func readDamagedPrefix(ctx context.Context, q Querier, id string) (*DamagedLog, 
 
 // seqGaps finds the holes in session id's stored seqs with one pass over its
 // primary-key range.
-func seqGaps(ctx context.Context, q Querier, id string) ([]SeqGap, error) {
+func seqGaps(ctx context.Context, q Querier, id string) ([]backend.SeqGap, error) {
 	rows, err := q.QueryContext(ctx, `SELECT prev + 1, seq - 1 FROM (
 		SELECT seq, LAG(seq, 1, -1) OVER (ORDER BY seq) AS prev
 		  FROM events WHERE session_id = ?)
@@ -150,9 +150,9 @@ func seqGaps(ctx context.Context, q Querier, id string) ([]SeqGap, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var gaps []SeqGap
+	var gaps []backend.SeqGap
 	for rows.Next() {
-		var g SeqGap
+		var g backend.SeqGap
 		if err := rows.Scan(&g.From, &g.To); err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -19,7 +20,7 @@ func TestAuditKeepsInspectVerdictAndReportsGaps(t *testing.T) {
 	cases := []struct {
 		name    string
 		damage  func(t *testing.T, s *Store)
-		gaps    []SeqGap
+		gaps    []backend.SeqGap
 		torn    int64 // -1: none
 		corrupt int64 // -1: not a corrupt row
 		rule    string
@@ -32,21 +33,21 @@ func TestAuditKeepsInspectVerdictAndReportsGaps(t *testing.T) {
 			damage: func(t *testing.T, s *Store) {
 				mustExec(t, s, "DELETE FROM events WHERE session_id = 's' AND seq IN (2, 3, 4)")
 			},
-			gaps: []SeqGap{{From: 2, To: 4}}, torn: -1, corrupt: 5,
+			gaps: []backend.SeqGap{{From: 2, To: 4}}, torn: -1, corrupt: 5,
 		},
 		{
 			name: "gap in the open turn",
 			damage: func(t *testing.T, s *Store) {
 				mustExec(t, s, "DELETE FROM events WHERE session_id = 's' AND seq = 13")
 			},
-			gaps: []SeqGap{{From: 13, To: 13}}, torn: 14, corrupt: -1, closers: true,
+			gaps: []backend.SeqGap{{From: 13, To: 13}}, torn: 14, corrupt: -1, closers: true,
 		},
 		{
 			name: "two gaps and a missing start",
 			damage: func(t *testing.T, s *Store) {
 				mustExec(t, s, "DELETE FROM events WHERE session_id = 's' AND seq IN (0, 1, 7, 13)")
 			},
-			gaps: []SeqGap{{From: 0, To: 1}, {From: 7, To: 7}, {From: 13, To: 13}}, torn: -1, corrupt: 2,
+			gaps: []backend.SeqGap{{From: 0, To: 1}, {From: 7, To: 7}, {From: 13, To: 13}}, torn: -1, corrupt: 2,
 		},
 		{
 			name: "user/message without surfaceOp",
@@ -84,7 +85,7 @@ func TestAuditKeepsInspectVerdictAndReportsGaps(t *testing.T) {
 			case c.torn >= 0 && (got.Torn == nil || got.Torn.FromSeq != c.torn):
 				t.Errorf("torn tail %+v, want from seq %d", got.Torn, c.torn)
 			}
-			var cr *CorruptRowError
+			var cr *backend.CorruptRowError
 			if isCorrupt := errors.As(got.ReadErr, &cr); isCorrupt != (c.corrupt >= 0) || (isCorrupt && cr.Seq != c.corrupt) {
 				t.Errorf("ReadErr %v, want a corrupt row at seq %d", got.ReadErr, c.corrupt)
 			}
@@ -109,7 +110,7 @@ func TestAuditKeepsInspectVerdictAndReportsGaps(t *testing.T) {
 
 func TestAuditUnknownSessionIsNotFound(t *testing.T) {
 	s, _ := openStore(t)
-	if _, err := s.Audit(context.Background(), "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Audit(context.Background(), "nope"); !errors.Is(err, backend.ErrNotFound) {
 		t.Fatalf("Audit of an unknown id: %v", err)
 	}
 }
@@ -120,7 +121,7 @@ func TestEachParentPagesInByteOrder(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	var want, wantSub []string
-	err := s.WriteTx(ctx, func(tx *Store) error {
+	err := s.update(ctx, func(tx *Store) error {
 		for i := 0; i < 1300; i++ {
 			parent := fmt.Sprintf("p%04d", i)
 			if i == 0 {
@@ -149,7 +150,7 @@ func TestEachParentPagesInByteOrder(t *testing.T) {
 	}
 	for _, subagentOnly := range []bool{false, true} {
 		var got []string
-		err := s.ReadSnapshot(ctx, func(view *Store) error {
+		err := s.view(ctx, func(view *Store) error {
 			return view.EachParent(ctx, subagentOnly, func(p string) error {
 				if _, err := view.Header(ctx, "root"); err != nil {
 					return err

@@ -27,7 +27,7 @@ var closerTypes = []string{session.TypeToolResult, session.TypeStepEnd, session.
 //
 // Closers are not computed, so types must not include a type a closer can
 // have (tool/result, step/end, turn/end).
-func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []string) (map[string]*Inspection, error) {
+func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []string) (map[string]*backend.Inspection, error) {
 	_, out, err := s.inspectCold(ctx, ids, types, false)
 	return out, err
 }
@@ -35,12 +35,12 @@ func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []
 // InspectColdBatch is ColdVerdicts(ids) followed by InspectVerifiedTypes of
 // the ids without a recorded verdict, in one statement: a cold listing's
 // whole batch read walks the id list and the sessions by id once.
-func (s *Store) InspectColdBatch(ctx context.Context, ids []string, types []string) (map[string]backend.ColdVerdict, map[string]*Inspection, error) {
+func (s *Store) InspectColdBatch(ctx context.Context, ids []string, types []string) (map[string]backend.ColdVerdict, map[string]*backend.Inspection, error) {
 	return s.inspectCold(ctx, ids, types, true)
 }
 
 // inspectCold is InspectVerifiedTypes, and with verdicts InspectColdBatch.
-func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, verdicts bool) (map[string]backend.ColdVerdict, map[string]*Inspection, error) {
+func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, verdicts bool) (map[string]backend.ColdVerdict, map[string]*backend.Inspection, error) {
 	if len(types) == 0 {
 		return nil, nil, fmt.Errorf("inspect verified logs: no event types given")
 	}
@@ -50,7 +50,7 @@ func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, v
 		}
 	}
 	recorded := map[string]backend.ColdVerdict{}
-	out := make(map[string]*Inspection, len(ids))
+	out := make(map[string]*backend.Inspection, len(ids))
 	if len(ids) == 0 {
 		return recorded, out, nil
 	}
@@ -86,7 +86,7 @@ func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, v
 		failure sql.NullString
 		fold    []byte
 		ev      joinedEvent
-		last    *Inspection
+		last    *backend.Inspection
 		headers sharedHeaders
 	)
 	targets := append(append(h.targets(), &failure, &fold), ev.targets()...)
@@ -100,7 +100,7 @@ func (s *Store) inspectCold(ctx context.Context, ids []string, types []string, v
 			continue
 		}
 		if last == nil || last.Header.ID != id {
-			last = &Inspection{Header: headers.header(&h), Events: []session.Event{}, Closers: []session.Event{}, Verified: true}
+			last = &backend.Inspection{Header: headers.header(&h), Events: []session.Event{}, Closers: []session.Event{}, Verified: true}
 			out[id] = last
 		}
 		r, present := ev.row()

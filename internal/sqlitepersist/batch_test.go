@@ -85,7 +85,7 @@ func TestInspectColdBatchMatchesVerdictsThenVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	valid := newLog().completeTurn("one").descriptor("c").completeTurn("two").descriptor("d").events
-	tail := &TornTail{FromSeq: int64(len(valid)), Reason: "unterminated line", Raw: []byte(`{"type":"st`)}
+	tail := &backend.TornTail{FromSeq: int64(len(valid)), Reason: "unterminated line", Raw: []byte(`{"type":"st`)}
 	if _, err := st.ImportSession(ctx, rootHeader("torn"), valid, tail); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestChildListingColdMatchesListingThenBatch(t *testing.T) {
 	if _, err := st.ImportSession(ctx, childHeader("invalid", "p", 1, true), invalid, nil); err != nil {
 		t.Fatal(err)
 	}
-	tail := &TornTail{FromSeq: int64(len(valid)), Reason: "unterminated line", Raw: []byte(`{"type":"st`)}
+	tail := &backend.TornTail{FromSeq: int64(len(valid)), Reason: "unterminated line", Raw: []byte(`{"type":"st`)}
 	if _, err := st.ImportSession(ctx, childHeader("torn", "p", 2, true), valid, tail); err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func BenchmarkInspectTypesDescriptors(b *testing.B) {
 // the rest are children of other parents.
 func bulkSessions(b *testing.B, s *Store, total, children int) {
 	ctx := context.Background()
-	err := s.WriteTx(ctx, func(tx *Store) error {
+	err := s.update(ctx, func(tx *Store) error {
 		stmt, err := tx.tx.PrepareContext(ctx, `INSERT INTO sessions (id, version, created_at, cwd, parent_session, origin, delegation_depth)
 			VALUES (?, 0, ?, '/w', ?, 'subagent', 1)`)
 		if err != nil {

@@ -126,7 +126,7 @@ func (s *Store) ChildListingCold(ctx context.Context, parent string, types []str
 			case v != nil:
 				child.Cold = &backend.ListedColdRead{Verdict: v}
 			case readable:
-				child.Cold = &backend.ListedColdRead{Log: &Inspection{Header: h, Events: []session.Event{}, Closers: []session.Event{}, Verified: true}}
+				child.Cold = &backend.ListedColdRead{Log: &backend.Inspection{Header: h, Events: []session.Event{}, Closers: []session.Event{}, Verified: true}}
 			}
 		}
 		e, present := ev.row()

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/dsh-project/dsh/internal/backend"
 )
 
 // Any number of first users of a new file each end up with the migrated
@@ -67,8 +69,8 @@ func TestOpenRefusesMigrationRowAheadOfVersion(t *testing.T) {
 			s.Close()
 			t.Fatalf("%s accepted a file with migration %d recorded", opener, latest+1)
 		}
-		if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), "schema_migrations") {
-			t.Errorf("%s: %v, want ErrSchemaTooNew naming schema_migrations", opener, err)
+		if !errors.Is(err, backend.ErrSchemaTooNew) || !strings.Contains(err.Error(), "schema_migrations") {
+			t.Errorf("%s: %v, want backend.ErrSchemaTooNew naming schema_migrations", opener, err)
 		}
 	}
 	if after := dbFiles(t, path); after != before {
@@ -89,11 +91,11 @@ func TestRefusedWriteOpenCreatesNothing(t *testing.T) {
 		}
 	}
 	before := statFile(t, path)
-	if s, err := Open(context.Background(), path, Options{}); !errors.Is(err, ErrSchemaTooNew) {
+	if s, err := Open(context.Background(), path, Options{}); !errors.Is(err, backend.ErrSchemaTooNew) {
 		if err == nil {
 			s.Close()
 		}
-		t.Fatalf("Open: %v, want ErrSchemaTooNew", err)
+		t.Fatalf("Open: %v, want backend.ErrSchemaTooNew", err)
 	}
 	if names := dirNames(t, filepath.Dir(path)); strings.Join(names, " ") != "dsh.db" {
 		t.Errorf("the refused open left %v", names)

@@ -5,12 +5,13 @@ import (
 	"database/sql"
 	"strings"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
-func readDamagedLog(ctx context.Context, q Querier, id string) (*DamagedLog, error) {
-	var d DamagedLog
+func readDamagedLog(ctx context.Context, q Querier, id string) (*backend.DamagedLog, error) {
+	var d backend.DamagedLog
 	err := q.QueryRowContext(ctx, "SELECT from_seq, reason, encoding, raw FROM damaged_logs WHERE session_id = ?", id).
 		Scan(&d.FromSeq, &d.Reason, &d.Encoding, &d.Raw)
 	if err == sql.ErrNoRows {
@@ -47,8 +48,8 @@ func readSessionState(ctx context.Context, q Querier, id string) (sessionState, 
 	return st, nil
 }
 
-func readTornTail(ctx context.Context, q Querier, id string) (*TornTail, error) {
-	var t TornTail
+func readTornTail(ctx context.Context, q Querier, id string) (*backend.TornTail, error) {
+	var t backend.TornTail
 	err := q.QueryRowContext(ctx, "SELECT from_seq, reason, raw FROM torn_tails WHERE session_id = ?", id).
 		Scan(&t.FromSeq, &t.Reason, &t.Raw)
 	if err == sql.ErrNoRows {
@@ -65,7 +66,7 @@ type storedLog struct {
 	state sessionState
 	// events is the contiguous decodable prefix, seqs 0..len-1.
 	events []session.Event
-	torn   *TornTail
+	torn   *backend.TornTail
 }
 
 // scanLog reads session id's whole log and applies DSH's commit rule: a row
@@ -134,8 +135,8 @@ func decodeRows(ctx context.Context, q Querier, sizeHint int64, query string, ar
 // file) and the closers an interrupted turn would get. A log that fails DSH's
 // validation is an error wrapping *session.ValidationError; damage before the
 // last committed turn/end is an error wrapping ErrCorrupt.
-func (s *Store) Inspect(ctx context.Context, id string) (*Inspection, error) {
-	var ins *Inspection
+func (s *Store) Inspect(ctx context.Context, id string) (*backend.Inspection, error) {
+	var ins *backend.Inspection
 	err := s.read(ctx, func(q Querier) error {
 		log, err := scanLog(ctx, q, id)
 		if err != nil {
@@ -154,12 +155,12 @@ func (s *Store) Inspect(ctx context.Context, id string) (*Inspection, error) {
 // types (all types when none are given). For a log recorded as verified with
 // no torn tail it reads only the matching rows (descriptors through the
 // events_descriptors index) plus the open turn, if any, for the closers.
-func (s *Store) InspectTypes(ctx context.Context, id string, types ...string) (*Inspection, error) {
+func (s *Store) InspectTypes(ctx context.Context, id string, types ...string) (*backend.Inspection, error) {
 	if len(types) == 0 {
 		return s.Inspect(ctx, id)
 	}
-	var ins *Inspection
-	err := s.ReadSnapshot(ctx, func(view *Store) error {
+	var ins *backend.Inspection
+	err := s.view(ctx, func(view *Store) error {
 		q := view.tx
 		st, err := readSessionState(ctx, q, id)
 		if err != nil {
@@ -210,7 +211,7 @@ func verifiedTypesQuery(types []string) (string, []any) {
 // filtered full Inspect because verified = 1 means every row was validated
 // by a dsh write path and no row changed since (the triggers of migration
 // 0001 clear the flag on any other change).
-func inspectVerifiedTypes(ctx context.Context, q Querier, st sessionState, types []string) (*Inspection, error) {
+func inspectVerifiedTypes(ctx context.Context, q Querier, st sessionState, types []string) (*backend.Inspection, error) {
 	id := st.header.ID
 	query, typeArgs := verifiedTypesQuery(types)
 	args := append([]any{id}, typeArgs...)
@@ -222,7 +223,7 @@ func inspectVerifiedTypes(ctx context.Context, q Querier, st sessionState, types
 	if err != nil {
 		return nil, err
 	}
-	return &Inspection{
+	return &backend.Inspection{
 		Header:   st.header,
 		Events:   events,
 		Closers:  storedlog.FilterTypes(closers, types),

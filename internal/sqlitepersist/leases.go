@@ -6,27 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
-// Lease sentinels, matched with errors.Is: the backend contract's.
-var (
-	ErrLeaseHeld = backend.ErrLeaseHeld
-	ErrLeaseLost = backend.ErrLeaseLost
-)
-
-// NewLeaseHolder returns a holder for this process (see backend.NewLeaseHolder).
-func NewLeaseHolder(ttl time.Duration) LeaseHolder { return backend.NewLeaseHolder(ttl) }
-
 const leaseColumns = "session_id, holder, pid, host, acquired_at, heartbeat_at, expires_at, subagent, as_of_seq, unit_failure"
 
 // leaseRow holds a lease row while scanning.
 type leaseRow struct {
-	l    Lease
+	l    backend.Lease
 	snap backend.SnapshotColumns
 }
 
@@ -35,22 +25,22 @@ func (r *leaseRow) targets() []any {
 		&r.snap.Subagent, &r.snap.AsOfSeq, &r.snap.UnitFailure}
 }
 
-func (r *leaseRow) lease() Lease {
+func (r *leaseRow) lease() backend.Lease {
 	l := r.l
 	l.Snapshot = r.snap.Snapshot()
 	return l
 }
 
-func scanLease(sc rowScanner) (Lease, error) {
+func scanLease(sc rowScanner) (backend.Lease, error) {
 	var r leaseRow
 	if err := sc.Scan(r.targets()...); err != nil {
-		return Lease{}, err
+		return backend.Lease{}, err
 	}
 	return r.lease(), nil
 }
 
 // snapshotArgs are the subagent, as_of_seq and unit_failure column values.
-func snapshotArgs(snap LiveSnapshot) ([]any, error) {
+func snapshotArgs(snap backend.LiveSnapshot) ([]any, error) {
 	args := []any{nil, nil, nil}
 	if snap.Subagent != nil {
 		if !json.Valid(snap.Subagent) {
@@ -65,14 +55,14 @@ func snapshotArgs(snap LiveSnapshot) ([]any, error) {
 }
 
 // AcquireLease takes the lease on session id for h, as a compare-and-set in
-// one BEGIN IMMEDIATE transaction (or inside the caller's WriteTx, so a
+// one BEGIN IMMEDIATE transaction (or inside the caller's Update, so a
 // session can be created and leased atomically). A lease h already holds is
 // renewed. An unexpired lease of another holder refuses the acquisition with
 // an error wrapping *LeaseHeldError (code NOT_DELIVERED) and nothing is
 // written; an expired one — a crashed holder — is taken over and returned as
 // replaced. The new lease has no published snapshot. An unknown session is
 // an error wrapping ErrNotFound.
-func (s *Store) AcquireLease(ctx context.Context, id string, h LeaseHolder) (replaced *Lease, err error) {
+func (s *Store) AcquireLease(ctx context.Context, id string, h backend.LeaseHolder) (replaced *backend.Lease, err error) {
 	if err := h.Check(); err != nil {
 		return nil, err
 	}
@@ -92,7 +82,7 @@ func (s *Store) AcquireLease(ctx context.Context, id string, h LeaseHolder) (rep
 			return err
 		case cur.Holder == h.ID:
 		case cur.ExpiresAt > now:
-			held := &LeaseHeldError{Lease: cur, Now: now}
+			held := &backend.LeaseHeldError{Lease: cur, Now: now}
 			return &dsherr.Error{Code: dsherr.NotDelivered, Msg: held.Error(), Err: held}
 		default:
 			replaced = &cur
@@ -111,10 +101,10 @@ func (s *Store) AcquireLease(ctx context.Context, id string, h LeaseHolder) (rep
 // HeartbeatLease renews h's lease on session id for another TTL and, when
 // snap is not nil, publishes it in the same statement. A lease that is no
 // longer h's (taken over after it expired, or released) is an error
-// wrapping ErrLeaseLost, and nothing is written. Called inside a WriteTx
+// wrapping ErrLeaseLost, and nothing is written. Called inside a Update
 // before an append, it makes the append conditional on still holding the
 // lease and publishes the snapshot atomically with the events it covers.
-func (s *Store) HeartbeatLease(ctx context.Context, id string, h LeaseHolder, snap *LiveSnapshot) error {
+func (s *Store) HeartbeatLease(ctx context.Context, id string, h backend.LeaseHolder, snap *backend.LiveSnapshot) error {
 	if err := h.Check(); err != nil {
 		return err
 	}
@@ -140,7 +130,7 @@ func (s *Store) HeartbeatLease(ctx context.Context, id string, h LeaseHolder, sn
 
 // ReleaseLease deletes h's lease on session id. A lease that is no longer
 // h's is left alone and reported as an error wrapping ErrLeaseLost.
-func (s *Store) ReleaseLease(ctx context.Context, id string, h LeaseHolder) error {
+func (s *Store) ReleaseLease(ctx context.Context, id string, h backend.LeaseHolder) error {
 	err := s.write(ctx, func(q Querier) error {
 		return execOwned(ctx, q, id, h, "DELETE FROM leases WHERE session_id = ? AND holder = ?", id, h.ID)
 	})
@@ -152,7 +142,7 @@ func (s *Store) ReleaseLease(ctx context.Context, id string, h LeaseHolder) erro
 
 // execOwned runs a statement that touches only h's own lease row and turns
 // "no such row" into ErrLeaseLost.
-func execOwned(ctx context.Context, q Querier, id string, h LeaseHolder, query string, args ...any) error {
+func execOwned(ctx context.Context, q Querier, id string, h backend.LeaseHolder, query string, args ...any) error {
 	res, err := q.ExecContext(ctx, query, args...)
 	if err != nil {
 		return err
@@ -169,13 +159,13 @@ func execOwned(ctx context.Context, q Querier, id string, h LeaseHolder, query s
 
 // Leases lists every lease row, expired ones included (a crashed holder's
 // lease stays until it is taken over), in session id order.
-func (s *Store) Leases(ctx context.Context) ([]Lease, error) {
+func (s *Store) Leases(ctx context.Context) ([]backend.Lease, error) {
 	rows, err := s.Querier().QueryContext(ctx, "SELECT "+leaseColumns+" FROM leases ORDER BY session_id")
 	if err != nil {
 		return nil, s.storeError(err, "list leases")
 	}
 	defer rows.Close()
-	var out []Lease
+	var out []backend.Lease
 	for rows.Next() {
 		l, err := scanLease(rows)
 		if err != nil {

@@ -10,22 +10,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
 // holderAt is a holder with a 5s TTL and s seen by a clock fixed at now:
 // how s judges that holder's leases when it acts at now.
-func holderAt(s *Store, id string, now time.Time) (*Store, LeaseHolder) {
-	return s.WithClock(func() time.Time { return now }), LeaseHolder{ID: id, PID: 4242, Host: "test-host", TTL: 5 * time.Second}
+func holderAt(s *Store, id string, now time.Time) (*Store, backend.LeaseHolder) {
+	return s.WithClock(func() time.Time { return now }), backend.LeaseHolder{ID: id, PID: 4242, Host: "test-host", TTL: 5 * time.Second}
 }
 
 // liveHolder is a holder on the real clock: its leases count as live.
-func liveHolder(id string) LeaseHolder {
-	return LeaseHolder{ID: id, PID: 4242, Host: "test-host", TTL: time.Hour}
+func liveHolder(id string) backend.LeaseHolder {
+	return backend.LeaseHolder{ID: id, PID: 4242, Host: "test-host", TTL: time.Hour}
 }
 
-func leaseRows(t *testing.T, s *Store) []Lease {
+func leaseRows(t *testing.T, s *Store) []backend.Lease {
 	t.Helper()
 	ls, err := s.Leases(context.Background())
 	if err != nil {
@@ -44,8 +45,8 @@ func createRoot(t *testing.T, s *Store, id string) {
 func TestAcquireLeaseUnknownSession(t *testing.T) {
 	s, _ := openStore(t)
 	_, err := s.AcquireLease(context.Background(), "nope", liveHolder("a"))
-	if !errors.Is(err, ErrNotFound) || dsherr.CodeOf(err) != dsherr.NotFound {
-		t.Fatalf("AcquireLease(unknown) = %v, want NOT_FOUND wrapping ErrNotFound", err)
+	if !errors.Is(err, backend.ErrNotFound) || dsherr.CodeOf(err) != dsherr.NotFound {
+		t.Fatalf("AcquireLease(unknown) = %v, want NOT_FOUND wrapping backend.ErrNotFound", err)
 	}
 	if ls := leaseRows(t, s); len(ls) != 0 {
 		t.Fatalf("leases after refused acquire: %+v", ls)
@@ -61,7 +62,7 @@ func TestAcquireLeaseConflict(t *testing.T) {
 	if replaced, err := sa.AcquireLease(ctx, "c1", a); err != nil || replaced != nil {
 		t.Fatalf("first AcquireLease = %v, %v", replaced, err)
 	}
-	want := Lease{SessionID: "c1", Holder: "holder-a", PID: 4242, Host: "test-host",
+	want := backend.Lease{SessionID: "c1", Holder: "holder-a", PID: 4242, Host: "test-host",
 		AcquiredAt: t0.UnixMilli(), HeartbeatAt: t0.UnixMilli(), ExpiresAt: t0.UnixMilli() + 5000}
 	if ls := leaseRows(t, s); len(ls) != 1 || ls[0].Snapshot != nil || fmt.Sprint(ls[0]) != fmt.Sprint(want) {
 		t.Fatalf("leases = %+v, want [%+v]", ls, want)
@@ -71,16 +72,16 @@ func TestAcquireLeaseConflict(t *testing.T) {
 	// Another holder, one millisecond before the lease expires: refused.
 	sb, b := holderAt(s, "holder-b", t0.Add(4999*time.Millisecond))
 	_, err := sb.AcquireLease(ctx, "c1", b)
-	var held *LeaseHeldError
-	if !errors.As(err, &held) || !errors.Is(err, ErrLeaseHeld) || dsherr.CodeOf(err) != dsherr.NotDelivered {
-		t.Fatalf("conflicting AcquireLease = %v, want NOT_DELIVERED wrapping *LeaseHeldError", err)
+	var held *backend.LeaseHeldError
+	if !errors.As(err, &held) || !errors.Is(err, backend.ErrLeaseHeld) || dsherr.CodeOf(err) != dsherr.NotDelivered {
+		t.Fatalf("conflicting AcquireLease = %v, want NOT_DELIVERED wrapping *backend.LeaseHeldError", err)
 	}
 	if !strings.Contains(err.Error(), "not delivered") || !strings.Contains(err.Error(), "pid 4242 on test-host") ||
 		!strings.Contains(err.Error(), "expires in 1ms") {
 		t.Errorf("conflict message %q lacks the holder or %q", err, "not delivered")
 	}
 	if held.Lease.Holder != "holder-a" {
-		t.Errorf("LeaseHeldError names holder %q, want holder-a", held.Lease.Holder)
+		t.Errorf("backend.LeaseHeldError names holder %q, want holder-a", held.Lease.Holder)
 	}
 	if ls := leaseRows(t, s); len(ls) != 1 || fmt.Sprint(ls[0]) != fmt.Sprint(want) {
 		t.Fatalf("a refused acquire changed the lease: %+v", ls)
@@ -108,7 +109,7 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 	if _, err := sc.AcquireLease(ctx, "c1", crashed); err != nil {
 		t.Fatal(err)
 	}
-	snap := LiveSnapshot{Subagent: json.RawMessage(`{"mode":"continuable","label":"x","seq":0}`), AsOfSeq: 3}
+	snap := backend.LiveSnapshot{Subagent: json.RawMessage(`{"mode":"continuable","label":"x","seq":0}`), AsOfSeq: 3}
 	if err := sc.HeartbeatLease(ctx, "c1", crashed, &snap); err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +135,8 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 		"release":   func() error { return s.ReleaseLease(ctx, "c1", crashed) },
 	} {
 		err := call()
-		if !errors.Is(err, ErrLeaseLost) || dsherr.CodeOf(err) != dsherr.NotDelivered {
-			t.Errorf("%s by the replaced holder = %v, want NOT_DELIVERED wrapping ErrLeaseLost", name, err)
+		if !errors.Is(err, backend.ErrLeaseLost) || dsherr.CodeOf(err) != dsherr.NotDelivered {
+			t.Errorf("%s by the replaced holder = %v, want NOT_DELIVERED wrapping backend.ErrLeaseLost", name, err)
 		}
 	}
 	if after := leaseRows(t, s); fmt.Sprint(after) != fmt.Sprint(ls) {
@@ -155,7 +156,7 @@ func TestHeartbeatPublishRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	h := LeaseHolder{ID: "h", PID: 7, Host: "box", TTL: time.Hour}
+	h := backend.LeaseHolder{ID: "h", PID: 7, Host: "box", TTL: time.Hour}
 	if _, err := s.WithClock(func() time.Time { return now }).AcquireLease(ctx, "c1", h); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestHeartbeatPublishRelease(t *testing.T) {
 
 	later := now.Add(2 * time.Second)
 	view := json.RawMessage(`{"mode":"continuable","label":"work","seq":0}`)
-	if err := s.WithClock(func() time.Time { return later }).HeartbeatLease(ctx, "c1", h, &LiveSnapshot{Subagent: view, AsOfSeq: 12}); err != nil {
+	if err := s.WithClock(func() time.Time { return later }).HeartbeatLease(ctx, "c1", h, &backend.LiveSnapshot{Subagent: view, AsOfSeq: 12}); err != nil {
 		t.Fatalf("HeartbeatLease with snapshot: %v", err)
 	}
 	ls := leaseRows(t, s)
@@ -197,7 +198,7 @@ func TestHeartbeatPublishRelease(t *testing.T) {
 	}
 
 	// A failed unit is published as such (null view, failure text).
-	fail := LiveSnapshot{Subagent: json.RawMessage(`null`), AsOfSeq: 13, UnitFailure: "projection unit \"subagent\": boom"}
+	fail := backend.LiveSnapshot{Subagent: json.RawMessage(`null`), AsOfSeq: 13, UnitFailure: "projection unit \"subagent\": boom"}
 	if err := s.HeartbeatLease(ctx, "c1", h, &fail); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestHeartbeatPublishRelease(t *testing.T) {
 		t.Fatalf("failure snapshot = %+v", got)
 	}
 
-	if err := s.HeartbeatLease(ctx, "c1", h, &LiveSnapshot{Subagent: json.RawMessage(`{"mode"`)}); dsherr.CodeOf(err) != dsherr.Internal {
+	if err := s.HeartbeatLease(ctx, "c1", h, &backend.LiveSnapshot{Subagent: json.RawMessage(`{"mode"`)}); dsherr.CodeOf(err) != dsherr.Internal {
 		t.Errorf("publishing a view that is not JSON = %v, want INTERNAL", err)
 	}
 
@@ -216,8 +217,8 @@ func TestHeartbeatPublishRelease(t *testing.T) {
 	if ls := leaseRows(t, s); len(ls) != 0 {
 		t.Fatalf("leases after release: %+v", ls)
 	}
-	if err := s.ReleaseLease(ctx, "c1", h); !errors.Is(err, ErrLeaseLost) {
-		t.Errorf("second release = %v, want ErrLeaseLost", err)
+	if err := s.ReleaseLease(ctx, "c1", h); !errors.Is(err, backend.ErrLeaseLost) {
+		t.Errorf("second release = %v, want backend.ErrLeaseLost", err)
 	}
 }
 
@@ -246,7 +247,7 @@ func TestLiveSessionsSkipsExpired(t *testing.T) {
 	}
 }
 
-// The lease is the condition of an append: inside one WriteTx a lost lease
+// The lease is the condition of an append: inside one Update a lost lease
 // leaves the log untouched, a held one commits events and snapshot together.
 func TestHeartbeatGuardsAppend(t *testing.T) {
 	ctx := context.Background()
@@ -257,8 +258,8 @@ func TestHeartbeatGuardsAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 	batch := newLog().completeTurn("hi").events
-	snap := LiveSnapshot{Subagent: json.RawMessage(`null`), AsOfSeq: int64(len(batch) - 1)}
-	err := s.WriteTx(ctx, func(tx *Store) error {
+	snap := backend.LiveSnapshot{Subagent: json.RawMessage(`null`), AsOfSeq: int64(len(batch) - 1)}
+	err := s.update(ctx, func(tx *Store) error {
 		if err := tx.HeartbeatLease(ctx, "c1", h, &snap); err != nil {
 			return err
 		}
@@ -273,19 +274,19 @@ func TestHeartbeatGuardsAppend(t *testing.T) {
 
 	// Someone takes the lease over (ours is treated as expired).
 	thiefClock := func() time.Time { return time.Now().Add(2 * time.Hour) }
-	if _, err := s.WithClock(thiefClock).AcquireLease(ctx, "c1", LeaseHolder{ID: "thief", TTL: time.Hour}); err != nil {
+	if _, err := s.WithClock(thiefClock).AcquireLease(ctx, "c1", backend.LeaseHolder{ID: "thief", TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	before := dumpSession(t, s, "c1")
 	more := continueFrom(batch).completeTurn("again").events
-	err = s.WriteTx(ctx, func(tx *Store) error {
+	err = s.update(ctx, func(tx *Store) error {
 		if err := tx.HeartbeatLease(ctx, "c1", h, &snap); err != nil {
 			return err
 		}
 		return tx.Append(ctx, "c1", int64(len(batch)), more)
 	})
-	if !errors.Is(err, ErrLeaseLost) {
-		t.Fatalf("append under a lost lease = %v, want ErrLeaseLost", err)
+	if !errors.Is(err, backend.ErrLeaseLost) {
+		t.Fatalf("append under a lost lease = %v, want backend.ErrLeaseLost", err)
 	}
 	if after := dumpSession(t, s, "c1"); after != before {
 		t.Fatalf("append under a lost lease wrote:\n%s", after)
@@ -298,7 +299,7 @@ func TestCreateAndAcquireAtomically(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	boom := errors.New("boom")
-	err := s.WriteTx(ctx, func(tx *Store) error {
+	err := s.update(ctx, func(tx *Store) error {
 		if err := tx.CreateSession(ctx, rootHeader("c1"), nil); err != nil {
 			return err
 		}
@@ -308,9 +309,9 @@ func TestCreateAndAcquireAtomically(t *testing.T) {
 		return boom
 	})
 	if !errors.Is(err, boom) {
-		t.Fatalf("WriteTx = %v", err)
+		t.Fatalf("Update = %v", err)
 	}
-	if _, err := s.Header(ctx, "c1"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Header(ctx, "c1"); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("session survived a rolled-back create: %v", err)
 	}
 	if ls := leaseRows(t, s); len(ls) != 0 {
@@ -347,7 +348,7 @@ func TestAcquireLeaseRace(t *testing.T) {
 			switch {
 			case err == nil:
 				won = append(won, id)
-			case errors.Is(err, ErrLeaseHeld):
+			case errors.Is(err, backend.ErrLeaseHeld):
 				refused++
 			default:
 				t.Errorf("%s: %v", id, err)
@@ -368,17 +369,17 @@ func TestLeaseHolderChecks(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	createRoot(t, s, "c1")
-	if _, err := s.AcquireLease(ctx, "c1", LeaseHolder{ID: "h"}); dsherr.CodeOf(err) != dsherr.InvalidInput {
+	if _, err := s.AcquireLease(ctx, "c1", backend.LeaseHolder{ID: "h"}); dsherr.CodeOf(err) != dsherr.InvalidInput {
 		t.Errorf("zero TTL = %v, want INVALID_INPUT", err)
 	}
-	if _, err := s.AcquireLease(ctx, "c1", LeaseHolder{TTL: time.Second}); dsherr.CodeOf(err) != dsherr.Internal {
+	if _, err := s.AcquireLease(ctx, "c1", backend.LeaseHolder{TTL: time.Second}); dsherr.CodeOf(err) != dsherr.Internal {
 		t.Errorf("holder without id = %v, want INTERNAL", err)
 	}
-	h := NewLeaseHolder(time.Second)
+	h := backend.NewLeaseHolder(time.Second)
 	if h.ID == "" || h.PID <= 0 || h.Host == "" || h.TTL != time.Second {
-		t.Errorf("NewLeaseHolder = %+v", h)
+		t.Errorf("backend.NewLeaseHolder = %+v", h)
 	}
-	if NewLeaseHolder(time.Second).ID == h.ID {
+	if backend.NewLeaseHolder(time.Second).ID == h.ID {
 		t.Error("two holders share an id")
 	}
 }

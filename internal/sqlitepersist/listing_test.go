@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -130,7 +131,7 @@ func TestListHeadersStreamsInInsertionOrder(t *testing.T) {
 	}
 }
 
-func TestReadSnapshotSeesOneState(t *testing.T) {
+func TestViewSeesOneState(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	b := newLog().completeTurn("one")
@@ -139,7 +140,7 @@ func TestReadSnapshotSeesOneState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := s.ReadSnapshot(ctx, func(view *Store) error {
+	err := s.view(ctx, func(view *Store) error {
 		before, err := view.Inspect(ctx, "a")
 		if err != nil {
 			return err
@@ -167,18 +168,18 @@ func TestReadSnapshotSeesOneState(t *testing.T) {
 	if err != nil || len(ins.Events) != len(b.events)+1 {
 		t.Errorf("after the snapshot: %d events, %v", len(ins.Events), err)
 	}
-	if err := s.ReadSnapshot(ctx, func(view *Store) error {
+	if err := s.view(ctx, func(view *Store) error {
 		return view.CreateSession(ctx, rootHeader("c"), nil)
 	}); err == nil {
 		t.Error("a write inside a read snapshot succeeded")
 	}
 }
 
-func TestWriteTxIsAtomicAndNestsFailedWrites(t *testing.T) {
+func TestUpdateIsAtomicAndNestsFailedWrites(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	boom := errors.New("boom")
-	err := s.WriteTx(ctx, func(tx *Store) error {
+	err := s.update(ctx, func(tx *Store) error {
 		if err := tx.CreateSession(ctx, rootHeader("gone"), newLog().completeTurn("x").events); err != nil {
 			return err
 		}
@@ -188,9 +189,9 @@ func TestWriteTxIsAtomicAndNestsFailedWrites(t *testing.T) {
 		return boom
 	})
 	if !errors.Is(err, boom) {
-		t.Fatalf("WriteTx returned %v", err)
+		t.Fatalf("Update returned %v", err)
 	}
-	if _, err := s.Header(ctx, "gone"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Header(ctx, "gone"); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("rolled-back session exists: %v", err)
 	}
 	if _, err := s.Querier().ExecContext(ctx, "SELECT * FROM scratch"); err == nil {
@@ -200,17 +201,17 @@ func TestWriteTxIsAtomicAndNestsFailedWrites(t *testing.T) {
 	// A refused write inside a transaction leaves nothing behind while the
 	// transaction goes on and commits.
 	b := newLog().completeTurn("x")
-	err = s.WriteTx(ctx, func(tx *Store) error {
+	err = s.update(ctx, func(tx *Store) error {
 		if err := tx.CreateSession(ctx, rootHeader("kept"), b.events); err != nil {
 			return err
 		}
 		bad := continueFrom(b.events).turnStart().events
 		bad[0].Seq = 100
 		if err := tx.Append(ctx, "kept", int64(len(b.events)), bad); err == nil {
-			t.Error("invalid append inside WriteTx succeeded")
+			t.Error("invalid append inside Update succeeded")
 		}
-		if err := tx.CreateSession(ctx, rootHeader("kept"), nil); !errors.Is(err, ErrDuplicate) {
-			t.Errorf("duplicate inside WriteTx: %v", err)
+		if err := tx.CreateSession(ctx, rootHeader("kept"), nil); !errors.Is(err, backend.ErrDuplicate) {
+			t.Errorf("duplicate inside Update: %v", err)
 		}
 		return tx.Append(ctx, "kept", int64(len(b.events)), continueFrom(b.events).turnStart().events)
 	})
@@ -219,7 +220,7 @@ func TestWriteTxIsAtomicAndNestsFailedWrites(t *testing.T) {
 	}
 	ins, err := s.Inspect(ctx, "kept")
 	if err != nil || len(ins.Events) != len(b.events)+1 || !ins.Verified {
-		t.Fatalf("after WriteTx: %+v, %v", ins, err)
+		t.Fatalf("after Update: %+v, %v", ins, err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/storedlog"
@@ -78,8 +79,8 @@ func TestUnknownSessionIsNotFound(t *testing.T) {
 	_, errLoad := s.Load(ctx, "ghost")
 	errAppend := s.Append(ctx, "ghost", 0, newLog().turnStart().events)
 	for name, err := range map[string]error{"Header": errHeader, "Inspect": errInspect, "InspectTypes": errTypes, "Load": errLoad, "Append": errAppend} {
-		if !errors.Is(err, ErrNotFound) || dsherr.CodeOf(err) != dsherr.NotFound || !strings.Contains(err.Error(), `"ghost"`) {
-			t.Errorf("%s: %v, want ErrNotFound naming the id", name, err)
+		if !errors.Is(err, backend.ErrNotFound) || dsherr.CodeOf(err) != dsherr.NotFound || !strings.Contains(err.Error(), `"ghost"`) {
+			t.Errorf("%s: %v, want backend.ErrNotFound naming the id", name, err)
 		}
 	}
 }
@@ -94,8 +95,8 @@ func TestCreateDuplicateRefusedWithoutTouchingOriginal(t *testing.T) {
 	other := rootHeader("s")
 	other.Cwd = ptr("/elsewhere")
 	err := s.CreateSession(ctx, other, newLog().turnStart().events)
-	if !errors.Is(err, ErrDuplicate) || dsherr.CodeOf(err) != dsherr.AlreadyExists {
-		t.Fatalf("duplicate create: %v, want ErrDuplicate / ALREADY_EXISTS", err)
+	if !errors.Is(err, backend.ErrDuplicate) || dsherr.CodeOf(err) != dsherr.AlreadyExists {
+		t.Fatalf("duplicate create: %v, want backend.ErrDuplicate / ALREADY_EXISTS", err)
 	}
 	if after := dumpSession(t, s, "s"); after != before {
 		t.Errorf("duplicate create changed the original:\n%s\n%s", before, after)
@@ -123,7 +124,7 @@ func TestCreateRefusesInvalidHeaderOrSeed(t *testing.T) {
 		if !errors.As(err, &ve) || ve.Rule != c.rule {
 			t.Errorf("%s: %v, want rule %s", name, err, c.rule)
 		}
-		if _, err := s.Header(ctx, c.h.ID); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Header(ctx, c.h.ID); !errors.Is(err, backend.ErrNotFound) {
 			t.Errorf("%s: refused session was stored (%v)", name, err)
 		}
 	}
@@ -201,9 +202,9 @@ func TestAppendRejectsStaleWriter(t *testing.T) {
 	before := dumpSession(t, s, "s")
 	for _, expected := range []int64{stored - 1, stored + 1, 0} {
 		err := s.Append(ctx, "s", expected, next)
-		var stale *StaleWriterError
+		var stale *backend.StaleWriterError
 		if !errors.As(err, &stale) || stale.Expected != expected || stale.Stored != stored || dsherr.CodeOf(err) != dsherr.StaleWriter {
-			t.Errorf("expected %d: %v, want StaleWriterError{%d, %d}", expected, err, expected, stored)
+			t.Errorf("expected %d: %v, want backend.StaleWriterError{%d, %d}", expected, err, expected, stored)
 		}
 	}
 	if after := dumpSession(t, s, "s"); after != before {
@@ -213,7 +214,7 @@ func TestAppendRejectsStaleWriter(t *testing.T) {
 	if err := s.Append(ctx, "s", stored, next); err != nil {
 		t.Fatal(err)
 	}
-	var stale *StaleWriterError
+	var stale *backend.StaleWriterError
 	if err := s.Append(ctx, "s", stored, next); !errors.As(err, &stale) || stale.Stored != stored+1 {
 		t.Errorf("second writer: %v, want stale with stored %d", err, stored+1)
 	}
@@ -410,9 +411,9 @@ func TestDamageBeforeLastTurnEndIsCorruption(t *testing.T) {
 			_, errLoad := s.Load(ctx, "s")
 			errAppend := s.Append(ctx, "s", int64(len(b.events)), continueFrom(b.events).user("x").events)
 			for op, err := range map[string]error{"Inspect": errInspect, "Load": errLoad, "Append": errAppend} {
-				var c *CorruptRowError
-				if !errors.Is(err, ErrCorrupt) || !errors.As(err, &c) || dsherr.CodeOf(err) != dsherr.InvalidLog {
-					t.Errorf("%s: %v, want ErrCorrupt", op, err)
+				var c *backend.CorruptRowError
+				if !errors.Is(err, backend.ErrCorrupt) || !errors.As(err, &c) || dsherr.CodeOf(err) != dsherr.InvalidLog {
+					t.Errorf("%s: %v, want backend.ErrCorrupt", op, err)
 					continue
 				}
 				if c.Seq != damaged {
@@ -647,7 +648,7 @@ func assertInspectTypesMatches(t *testing.T, s *Store, id string) {
 			t.Errorf("InspectTypes%v: %v (Inspect succeeded)", set, err)
 			continue
 		}
-		want := &Inspection{Header: full.Header, Events: storedlog.FilterTypes(full.Events, set), Torn: full.Torn,
+		want := &backend.Inspection{Header: full.Header, Events: storedlog.FilterTypes(full.Events, set), Torn: full.Torn,
 			Closers: storedlog.FilterTypes(full.Closers, set), Verified: full.Verified}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("InspectTypes%v =\n %+v\nwant\n %+v", set, got, want)
@@ -710,7 +711,7 @@ func TestUnverifiedButValidLogAcceptsAppendAndIsReverified(t *testing.T) {
 	if verifiedFlag(t, s, "s") {
 		t.Fatal("still verified")
 	}
-	var stale *StaleWriterError
+	var stale *backend.StaleWriterError
 	if err := s.Append(ctx, "s", 99, continueFrom(b.events).turnStart().events); !errors.As(err, &stale) || stale.Stored != int64(len(b.events)) {
 		t.Fatalf("stale check on the slow path: %v", err)
 	}
@@ -758,7 +759,7 @@ func TestImportSessionIsFaithful(t *testing.T) {
 
 	// A torn tail is kept byte for byte until Load drops it.
 	tornLog := newLog().completeTurn("one").turnStart().events
-	tail := &TornTail{FromSeq: int64(len(tornLog)), Reason: "unterminated line", Raw: []byte(`{"type":"user/mess`)}
+	tail := &backend.TornTail{FromSeq: int64(len(tornLog)), Reason: "unterminated line", Raw: []byte(`{"type":"user/mess`)}
 	res, err = s.ImportSession(ctx, rootHeader("torn"), tornLog, tail)
 	if err != nil || res.Verified || res.Invalid != nil || !reflect.DeepEqual(res.Torn, tail) {
 		t.Fatalf("import with torn tail: %+v, %v", res, err)
@@ -775,15 +776,15 @@ func TestImportSessionIsFaithful(t *testing.T) {
 		t.Errorf("after Load: %+v, %v", ins, err)
 	}
 
-	if _, err := s.ImportSession(ctx, rootHeader("valid"), valid, nil); !errors.Is(err, ErrDuplicate) {
-		t.Errorf("re-import: %v, want ErrDuplicate", err)
+	if _, err := s.ImportSession(ctx, rootHeader("valid"), valid, nil); !errors.Is(err, backend.ErrDuplicate) {
+		t.Errorf("re-import: %v, want backend.ErrDuplicate", err)
 	}
 	dup := newLog().turnStart().turnStart().events
 	dup[1].Seq = 0
 	if _, err := s.ImportSession(ctx, rootHeader("dupseq"), dup, nil); dsherr.CodeOf(err) != dsherr.InvalidInput || !strings.Contains(err.Error(), "seq 0") {
 		t.Errorf("import with a repeated seq: %v, want INVALID_INPUT naming seq 0", err)
 	}
-	if _, err := s.Header(ctx, "dupseq"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Header(ctx, "dupseq"); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("failed import left a session behind: %v", err)
 	}
 }
@@ -813,14 +814,14 @@ func TestTriggersClearReadFailureOnOutsideChanges(t *testing.T) {
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
 			s, _ := openStore(t)
-			tail := &TornTail{FromSeq: int64(len(invalid)), Reason: "unterminated line", Raw: []byte(`{"type":"st`)}
+			tail := &backend.TornTail{FromSeq: int64(len(invalid)), Reason: "unterminated line", Raw: []byte(`{"type":"st`)}
 			if _, err := s.ImportSession(ctx, rootHeader("s"), invalid, tail); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.ImportSession(ctx, rootHeader("other"), invalid, nil); err != nil {
 				t.Fatal(err)
 			}
-			damage := DamagedLog{FromSeq: 2, Reason: "unparsable committed event at line 3", Encoding: "jsonl-text", Raw: []byte("{not json}\n")}
+			damage := backend.DamagedLog{FromSeq: 2, Reason: "unparsable committed event at line 3", Encoding: "jsonl-text", Raw: []byte("{not json}\n")}
 			if _, err := s.ImportDamagedSession(ctx, rootHeader("d"), invalid[:2], damage); err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/sqliteread"
 	"github.com/dsh-project/dsh/migrations"
@@ -89,22 +90,22 @@ func readIdentityIn(ctx context.Context, q Querier) (fileIdentity, error) {
 func (id fileIdentity) check(path string, latest int) error {
 	switch {
 	case id.applicationID == dshStoreApplicationID:
-		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrForeignDatabase,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: backend.ErrForeignDatabase,
 			Msg: fmt.Sprintf("%s is DSH's session store, not a dsh database: read it in place with --source dsh-sqlite:%s or copy it in with dsh import dsh-sqlite:%s", path, path, path)}
 	case id.applicationID != 0 && id.applicationID != ApplicationID:
-		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrForeignDatabase,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: backend.ErrForeignDatabase,
 			Msg: fmt.Sprintf("%s is not a dsh database (application_id %#x)", path, id.applicationID)}
 	case id.applicationID == 0 && (id.userVersion != 0 || id.objects > 0):
-		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrForeignDatabase,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: backend.ErrForeignDatabase,
 			Msg: fmt.Sprintf("%s is not a dsh database (it has tables but no dsh application id)", path)}
 	case id.userVersion > latest:
-		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrSchemaTooNew,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: backend.ErrSchemaTooNew,
 			Msg: fmt.Sprintf("%s has schema version %d, newer than this dsh supports (%d); upgrade dsh", path, id.userVersion, latest)}
 	case id.recorded > id.userVersion:
 		// Every dsh records a migration in the transaction that sets
 		// user_version to it, so the two never disagree in a file only dsh
 		// wrote: a newer dsh (or another tool) applied migration N.
-		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrSchemaTooNew,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: backend.ErrSchemaTooNew,
 			Msg: fmt.Sprintf("%s records schema migration %d in schema_migrations but has schema version %d (this dsh supports %d): "+
 				"it was changed by a newer dsh or another tool; upgrade dsh", path, id.recorded, id.userVersion, latest)}
 	}
@@ -202,12 +203,12 @@ func checkReadableSchema(ctx context.Context, db *sql.DB, path string) error {
 	}
 	switch {
 	case id.userVersion == 0:
-		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrNoDatabase,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: backend.ErrNoDatabase,
 			Msg: fmt.Sprintf("%s is not initialized (run dsh init)", path)}
 	case id.userVersion < latest:
 		// The commands read tables later migrations add: say so rather
 		// than fail on the first missing one.
-		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: ErrSchemaTooOld,
+		return &dsherr.Error{Code: dsherr.StoreUnavailable, Err: backend.ErrSchemaTooOld,
 			Msg: fmt.Sprintf("%s has dsh schema version %d; this dsh reads version %d: run dsh init to migrate it", path, id.userVersion, latest)}
 	}
 	return nil

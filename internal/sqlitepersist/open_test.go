@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
 )
@@ -140,8 +141,8 @@ func TestOpenRefusesForeignDatabases(t *testing.T) {
 					s.Close()
 					t.Fatalf("%s accepted a foreign database", opener)
 				}
-				if !errors.Is(err, ErrForeignDatabase) || dsherr.CodeOf(err) != dsherr.StoreUnavailable {
-					t.Errorf("%s: %v, want ErrForeignDatabase with STORE_UNAVAILABLE", opener, err)
+				if !errors.Is(err, backend.ErrForeignDatabase) || dsherr.CodeOf(err) != dsherr.StoreUnavailable {
+					t.Errorf("%s: %v, want backend.ErrForeignDatabase with STORE_UNAVAILABLE", opener, err)
 				}
 			}
 			if after := statFile(t, path); after != before {
@@ -163,8 +164,8 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 			s.Close()
 			t.Fatalf("%s accepted a schema newer than the binary", opener)
 		}
-		if !errors.Is(err, ErrSchemaTooNew) || !strings.Contains(err.Error(), "upgrade dsh") {
-			t.Errorf("%s: %v, want ErrSchemaTooNew", opener, err)
+		if !errors.Is(err, backend.ErrSchemaTooNew) || !strings.Contains(err.Error(), "upgrade dsh") {
+			t.Errorf("%s: %v, want backend.ErrSchemaTooNew", opener, err)
 		}
 	}
 }
@@ -180,8 +181,8 @@ func TestOpenReadOnlyMissingDatabaseCreatesNothing(t *testing.T) {
 			s.Close()
 			t.Fatalf("OpenReadOnly(%s) succeeded", path)
 		}
-		if !errors.Is(err, ErrNoDatabase) || dsherr.CodeOf(err) != dsherr.StoreUnavailable || !strings.Contains(err.Error(), path) {
-			t.Errorf("OpenReadOnly(%s): %v, want ErrNoDatabase naming the path", path, err)
+		if !errors.Is(err, backend.ErrNoDatabase) || dsherr.CodeOf(err) != dsherr.StoreUnavailable || !strings.Contains(err.Error(), path) {
+			t.Errorf("OpenReadOnly(%s): %v, want backend.ErrNoDatabase naming the path", path, err)
 		}
 	}
 	if names := dirNames(t, root); len(names) != 0 {
@@ -199,8 +200,8 @@ func TestOpenReadOnlyRefusesUninitializedFile(t *testing.T) {
 		s.Close()
 		t.Fatal("OpenReadOnly accepted an empty file")
 	}
-	if !errors.Is(err, ErrNoDatabase) {
-		t.Errorf("got %v, want ErrNoDatabase", err)
+	if !errors.Is(err, backend.ErrNoDatabase) {
+		t.Errorf("got %v, want backend.ErrNoDatabase", err)
 	}
 	if fi, _ := os.Stat(path); fi.Size() != 0 {
 		t.Errorf("empty file grew to %d bytes", fi.Size())
@@ -275,7 +276,7 @@ func TestReadOnlyStoreRefusesWrites(t *testing.T) {
 	writes := map[string]error{
 		"CreateSession": ro.CreateSession(ctx, rootHeader("s2"), nil),
 		"Append":        ro.Append(ctx, "s1", 1, continueFrom(newLog().turnStart().events).turnEnd().events),
-		"WriteTx":       ro.WriteTx(ctx, func(*Store) error { return nil }),
+		"Update":        ro.update(ctx, func(*Store) error { return nil }),
 	}
 	_, writes["Load"] = ro.Load(ctx, "s1")
 	_, writes["ImportSession"] = ro.ImportSession(ctx, rootHeader("s3"), nil, nil)
@@ -328,12 +329,12 @@ func TestReadOnlyReadsLeaveFilesUntouched(t *testing.T) {
 	mustRead("InspectTypes", err)
 	_, err = ro.SchemaVersion(ctx)
 	mustRead("SchemaVersion", err)
-	mustRead("ReadSnapshot", ro.ReadSnapshot(ctx, func(v *Store) error {
+	mustRead("View", ro.view(ctx, func(v *Store) error {
 		_, err := v.Inspect(ctx, "parent")
 		return err
 	}))
 	_, err = ro.Header(ctx, "nope")
-	if !errors.Is(err, ErrNotFound) {
+	if !errors.Is(err, backend.ErrNotFound) {
 		t.Fatalf("Header of unknown id: %v", err)
 	}
 	if err := ro.Close(); err != nil {

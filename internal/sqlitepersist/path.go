@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/boundedfile"
 	"github.com/dsh-project/dsh/internal/dsherr"
 )
@@ -75,7 +76,7 @@ func noDatabase(abs string) error {
 	return &dsherr.Error{
 		Code: dsherr.StoreUnavailable,
 		Msg:  "no database at " + abs + " (run dsh init to create it)",
-		Err:  ErrNoDatabase,
+		Err:  backend.ErrNoDatabase,
 	}
 }
 

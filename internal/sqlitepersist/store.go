@@ -65,7 +65,7 @@ func (o Options) busyTimeoutMillis() (int64, error) {
 }
 
 // Querier runs SQL on the store's file: *sql.DB outside a transaction, the
-// *sql.Tx inside ReadSnapshot or WriteTx. Outside this package only tests
+// *sql.Tx inside View or Update. Outside this package only tests
 // (and the corpus generator's deliberate damage) use it.
 type Querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
@@ -74,7 +74,7 @@ type Querier interface {
 }
 
 // Store is an open session store. The Store returned by Open or OpenReadOnly
-// is safe for concurrent use; the views handed to ReadSnapshot and WriteTx
+// is safe for concurrent use; the views handed to View and Update
 // callbacks are bound to one transaction and valid only inside the callback.
 type Store struct {
 	db       *sql.DB
@@ -83,9 +83,9 @@ type Store struct {
 
 	// tx is set on a view: every method of the view runs inside it.
 	tx *sql.Tx
-	// txWritable distinguishes a WriteTx view from a ReadSnapshot view.
+	// txWritable distinguishes an Update view from a View view.
 	txWritable bool
-	// stmts runs a WriteTx view's statements (nil on other stores).
+	// stmts runs an Update view's statements (nil on other stores).
 	stmts *stmtCache
 	// clock is Options.Clock.
 	clock func() time.Time
@@ -509,9 +509,9 @@ func (s *Store) Querier() Querier {
 	return tracedQuerier{s.db}
 }
 
-// ReadSnapshot runs fn with a view whose methods all read one consistent
+// view runs fn with a view whose methods all read one consistent
 // snapshot. Inside a view it reuses the view's transaction.
-func (s *Store) ReadSnapshot(ctx context.Context, fn func(view *Store) error) error {
+func (s *Store) view(ctx context.Context, fn func(view *Store) error) error {
 	if s.tx != nil {
 		return fn(s)
 	}
@@ -530,11 +530,11 @@ func (s *Store) ReadSnapshot(ctx context.Context, fn func(view *Store) error) er
 	return nil
 }
 
-// WriteTx runs fn with a view bound to one BEGIN IMMEDIATE transaction and
-// commits when fn returns nil; any error rolls everything back. Inside a
-// WriteTx view it nests through a savepoint, so a failed inner write leaves
+// update runs fn with a view bound to one BEGIN IMMEDIATE transaction and
+// commits when fn returns nil; any error rolls everything back. Inside an
+// update view it nests through a savepoint, so a failed inner write leaves
 // no partial rows behind even when the caller's transaction goes on.
-func (s *Store) WriteTx(ctx context.Context, fn func(tx *Store) error) error {
+func (s *Store) update(ctx context.Context, fn func(tx *Store) error) error {
 	if s.readOnly {
 		return dsherr.New(dsherr.StoreUnavailable, "store %s is open read-only", s.path)
 	}
@@ -572,14 +572,14 @@ func (s *Store) WriteTx(ctx context.Context, fn func(tx *Store) error) error {
 	return nil
 }
 
-// View implements backend.Transactor with ReadSnapshot.
+// View implements backend.Transactor: view with the view as a backend.Store.
 func (s *Store) View(ctx context.Context, fn func(view backend.Store) error) error {
-	return s.ReadSnapshot(ctx, func(view *Store) error { return fn(view) })
+	return s.view(ctx, func(view *Store) error { return fn(view) })
 }
 
-// Update implements backend.Transactor with WriteTx.
+// Update implements backend.Transactor: update with the view as a backend.Store.
 func (s *Store) Update(ctx context.Context, fn func(tx backend.Store) error) error {
-	return s.WriteTx(ctx, func(tx *Store) error { return fn(tx) })
+	return s.update(ctx, func(tx *Store) error { return fn(tx) })
 }
 
 // Now is the store's clock (Options.Clock), which judges leases.
@@ -610,15 +610,15 @@ func (s *Store) WithClock(now func() time.Time) *Store {
 	return &c
 }
 
-// write runs fn atomically on the transaction WriteTx provides.
+// write runs fn atomically on the transaction Update provides.
 func (s *Store) write(ctx context.Context, fn func(q Querier) error) error {
-	return s.WriteTx(ctx, func(view *Store) error { return fn(view.stmts) })
+	return s.update(ctx, func(view *Store) error { return fn(view.stmts) })
 }
 
 // read runs fn on one consistent snapshot: the view's transaction, or a new
 // deferred read transaction.
 func (s *Store) read(ctx context.Context, fn func(q Querier) error) error {
-	return s.ReadSnapshot(ctx, func(view *Store) error { return fn(view.tx) })
+	return s.view(ctx, func(view *Store) error { return fn(view.tx) })
 }
 
 // storeError classifies a SQLite failure as STORE_UNAVAILABLE, leaving

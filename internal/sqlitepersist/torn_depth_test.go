@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -105,8 +106,8 @@ func checkCorruptAt(ctx context.Context, t *testing.T, s *Store, seq int64) {
 	_, errInspect := s.Inspect(ctx, "s")
 	_, errLoad := s.Load(ctx, "s")
 	for op, err := range map[string]error{"Inspect": errInspect, "Load": errLoad} {
-		var c *CorruptRowError
-		if !errors.Is(err, ErrCorrupt) || !errors.As(err, &c) {
+		var c *backend.CorruptRowError
+		if !errors.Is(err, backend.ErrCorrupt) || !errors.As(err, &c) {
 			t.Errorf("%s: %v, want corruption at seq %d", op, err, seq)
 			continue
 		}

@@ -3,15 +3,14 @@ package sqlitepersist
 import (
 	"context"
 	"database/sql"
-	"log/slog"
 	"time"
 
-	"github.com/dsh-project/dsh/internal/debuglog"
+	"github.com/dsh-project/dsh/internal/sqlstore"
 )
 
 // tracedQuerier logs every statement run through it, with its duration, to
-// the --debug logger of the statement's context (see debuglog). Without
-// one, it adds a context lookup per statement.
+// the --debug logger of the statement's context (sqlstore.LogStatement).
+// Without one, it adds a context lookup per statement.
 type tracedQuerier struct{ q Querier }
 
 func (t tracedQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
@@ -35,16 +34,6 @@ func (t tracedQuerier) QueryRowContext(ctx context.Context, query string, args .
 	return row
 }
 
-// logStatement records one statement. Arguments are counted, not printed:
-// they are session data (event payloads, labels) that has no place in a log.
-// A query's time is until its first row is ready, not until it is drained.
 func logStatement(ctx context.Context, kind, query string, nargs int, start time.Time, err error) {
-	if !debuglog.Enabled(ctx) {
-		return
-	}
-	attrs := []any{slog.String("kind", kind), slog.String("sql", query), slog.Int("args", nargs), slog.Duration("took", time.Since(start))}
-	if err != nil {
-		attrs = append(attrs, slog.String("err", err.Error()))
-	}
-	debuglog.From(ctx).DebugContext(ctx, "sqlite statement", attrs...)
+	sqlstore.LogStatement(ctx, "sqlite", kind, query, nargs, start, err)
 }

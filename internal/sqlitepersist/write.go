@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/storedlog"
@@ -136,7 +137,7 @@ func (s *Store) Append(ctx context.Context, id string, expectedNext int64, event
 			return err
 		}
 		if expectedNext != stored {
-			stale := &StaleWriterError{ID: id, Expected: expectedNext, Stored: stored}
+			stale := &backend.StaleWriterError{ID: id, Expected: expectedNext, Stored: stored}
 			return &dsherr.Error{Code: dsherr.StaleWriter, Msg: stale.Error(), Err: stale}
 		}
 		for _, e := range events {
@@ -193,8 +194,8 @@ func tailValidator(ctx context.Context, q Querier, id string) (*session.Validato
 // the repair did; Events followed by Closers is now the stored log. Loading a
 // verified log that needs no repair writes nothing; a valid log that was
 // changed outside dsh is recorded as verified again.
-func (s *Store) Load(ctx context.Context, id string) (*Inspection, error) {
-	var ins *Inspection
+func (s *Store) Load(ctx context.Context, id string) (*backend.Inspection, error) {
+	var ins *backend.Inspection
 	err := s.write(ctx, func(q Querier) error {
 		log, err := scanLog(ctx, q, id)
 		if err != nil {
@@ -230,7 +231,7 @@ func (s *Store) Load(ctx context.Context, id string) (*Inspection, error) {
 // does not refuse invalid logs, and is meant for import, never for normal
 // writes. An existing id is an error wrapping ErrDuplicate; whether that is a
 // conflict or an idempotent re-import is the caller's decision.
-func (s *Store) ImportSession(ctx context.Context, h session.Header, events []session.Event, tail *TornTail) (ImportResult, error) {
+func (s *Store) ImportSession(ctx context.Context, h session.Header, events []session.Event, tail *backend.TornTail) (backend.ImportResult, error) {
 	return s.importSession(ctx, h, events, tail, nil)
 }
 
@@ -239,18 +240,18 @@ func (s *Store) ImportSession(ctx context.Context, h session.Header, events []se
 // the damage, and the rest as found in damaged_logs. The log reads back as
 // corruption at damage.FromSeq (the result's Invalid), exactly as DSH's
 // inspect fails on the source.
-func (s *Store) ImportDamagedSession(ctx context.Context, h session.Header, prefix []session.Event, damage DamagedLog) (ImportResult, error) {
+func (s *Store) ImportDamagedSession(ctx context.Context, h session.Header, prefix []session.Event, damage backend.DamagedLog) (backend.ImportResult, error) {
 	return s.importSession(ctx, h, prefix, nil, &damage)
 }
 
-func (s *Store) importSession(ctx context.Context, h session.Header, events []session.Event, tail *TornTail, damage *DamagedLog) (ImportResult, error) {
+func (s *Store) importSession(ctx context.Context, h session.Header, events []session.Event, tail *backend.TornTail, damage *backend.DamagedLog) (backend.ImportResult, error) {
 	if err := storedlog.DuplicateSeqs(h.ID, events); err != nil {
-		return ImportResult{}, err
+		return backend.ImportResult{}, err
 	}
 	if err := storedlog.CheckStorable(h, events); err != nil {
-		return ImportResult{}, err
+		return backend.ImportResult{}, err
 	}
-	var res ImportResult
+	var res backend.ImportResult
 	err := s.write(ctx, func(q Querier) error {
 		if err := insertBareHeader(ctx, q, h); err != nil {
 			return err
@@ -280,13 +281,13 @@ func (s *Store) importSession(ctx context.Context, h session.Header, events []se
 		}
 		// The log is judged from the rows as written, as a read in this
 		// transaction would return them, without reading them back.
-		res = ImportResult{Events: len(events)}
+		res = backend.ImportResult{Events: len(events)}
 		if damage != nil {
 			res.Invalid = storedlog.CorruptRow(h.ID, damage.FromSeq, storedlog.StorableReason(damage.Reason))
 			return recordReadFailure(ctx, q, h.ID, res.Invalid)
 		}
 		stored, torn, err := storedlog.Split(h.ID, storedlog.ReadBack(events, tail), storedlog.StoredTail(tail))
-		if errors.Is(err, ErrCorrupt) {
+		if errors.Is(err, backend.ErrCorrupt) {
 			res.Invalid = err
 			return recordReadFailure(ctx, q, h.ID, err)
 		}
@@ -303,7 +304,7 @@ func (s *Store) importSession(ctx context.Context, h session.Header, events []se
 		return recordVerified(ctx, q, h.ID, v)
 	})
 	if err != nil {
-		return ImportResult{}, s.storeError(err, "import session "+h.ID)
+		return backend.ImportResult{}, s.storeError(err, "import session "+h.ID)
 	}
 	return res, nil
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
@@ -72,7 +73,7 @@ func TestL02RegistryNotMountedFailsFirst(t *testing.T) {
 // read-only and exits 3), and a Lister without a header source fails.
 func TestL03SessionStoreMissing(t *testing.T) {
 	_, err := sqlitepersist.OpenReadOnly(context.Background(), filepath.Join(t.TempDir(), "missing.db"), sqlitepersist.Options{})
-	if !errors.Is(err, sqlitepersist.ErrNoDatabase) {
+	if !errors.Is(err, backend.ErrNoDatabase) {
 		t.Fatalf("open missing database: %v, want ErrNoDatabase", err)
 	}
 	l := &Lister{Units: NewRegistry()}
@@ -444,7 +445,7 @@ func TestL26ReadFailureIsolatedAndNotMemoised(t *testing.T) {
 	rows, err := c.children(l, "parent")
 	expectRows(t, rows, err, "00000000-0000-4000-8000-00000000f1a7 diagnostic unavailable", sibling+` continuable "healthy" inactive`)
 	res, _ := l.ResolveChildren(c.ctx, "parent")
-	if !errors.Is(res[0].Cause, sqlitepersist.ErrCorrupt) {
+	if !errors.Is(res[0].Cause, backend.ErrCorrupt) {
 		t.Errorf("cause %v, want the store's ErrCorrupt", res[0].Cause)
 	}
 	c.exec(`UPDATE events SET data = ? WHERE session_id = '00000000-0000-4000-8000-00000000f1a7' AND seq = 1`, fmt.Sprintf(userMessage, 1))
@@ -755,7 +756,7 @@ func TestD04Cycle(t *testing.T) {
 func TestD05DeepChainToLiveLeaf(t *testing.T) {
 	c := newCatalog(t)
 	parent := "parent"
-	err := c.st.WriteTx(c.ctx, func(tx *sqlitepersist.Store) error {
+	err := c.st.Update(c.ctx, func(tx backend.Store) error {
 		for n := 1; n <= 9999; n++ {
 			id := fmt.Sprintf("deep-ordinary-%d", n)
 			if err := tx.CreateSession(c.ctx, authoredHeader(id, under(parent), ordinary(), created(int64(n))), nil); err != nil {
@@ -778,7 +779,7 @@ func TestD05DeepChainToLiveLeaf(t *testing.T) {
 func TestD05DeepStoredChain(t *testing.T) {
 	c := newCatalog(t)
 	const depth = 10000
-	err := c.st.WriteTx(c.ctx, func(tx *sqlitepersist.Store) error {
+	err := c.st.Update(c.ctx, func(tx backend.Store) error {
 		parent := "parent"
 		for n := 1; n <= depth; n++ {
 			id := fmt.Sprintf("node-%05d", n)
@@ -925,7 +926,7 @@ func TestColdReadsBoundedAndOrdered(t *testing.T) {
 func TestTornTailIsNotAFailure(t *testing.T) {
 	c := newCatalog(t)
 	events := childEvents(desc("torn but fine")).events
-	if _, err := c.st.ImportSession(c.ctx, authoredHeader("torn"), events, &sqlitepersist.TornTail{FromSeq: 4, Reason: "unexpected end of JSON input", Raw: []byte(`{"type":"turn/st`)}); err != nil {
+	if _, err := c.st.ImportSession(c.ctx, authoredHeader("torn"), events, &backend.TornTail{FromSeq: 4, Reason: "unexpected end of JSON input", Raw: []byte(`{"type":"turn/st`)}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := c.children(c.lister(), "parent")
@@ -937,7 +938,7 @@ func TestTornTailIsNotAFailure(t *testing.T) {
 func TestExpiredLeaseIsInactive(t *testing.T) {
 	c := newCatalog(t)
 	h := c.author("crashed", childEvents(desc("left behind")).events)
-	crashed := sqlitepersist.NewLeaseHolder(time.Minute)
+	crashed := backend.NewLeaseHolder(time.Minute)
 	earlier := c.st.WithClock(func() time.Time { return time.Now().Add(-time.Hour) })
 	if _, err := earlier.AcquireLease(c.ctx, h.ID, crashed); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/projcache"
@@ -30,7 +31,7 @@ type catalogue struct {
 	st  *sqlitepersist.Store
 	// holder is the live process holding leased sessions; its leases
 	// outlive any test.
-	holder sqlitepersist.LeaseHolder
+	holder backend.LeaseHolder
 	clock  int64
 	// reads observes every cold read of the listers this fixture builds.
 	reads *observedReader
@@ -38,7 +39,7 @@ type catalogue struct {
 
 func newCatalog(t *testing.T) *catalogue {
 	t.Helper()
-	c := &catalogue{t: t, ctx: context.Background(), st: openTestStore(t), holder: sqlitepersist.NewLeaseHolder(time.Hour), clock: 1_789_000_000_000}
+	c := &catalogue{t: t, ctx: context.Background(), st: openTestStore(t), holder: backend.NewLeaseHolder(time.Hour), clock: 1_789_000_000_000}
 	c.root("parent")
 	return c
 }
@@ -200,7 +201,7 @@ func (c *catalogue) holdLive(h session.Header, view string) {
 // unitFailure is set.
 func (c *catalogue) holdLiveSnapshot(h session.Header, view, unitFailure string) {
 	c.t.Helper()
-	if _, err := c.st.Header(c.ctx, h.ID); errors.Is(err, sqlitepersist.ErrNotFound) {
+	if _, err := c.st.Header(c.ctx, h.ID); errors.Is(err, backend.ErrNotFound) {
 		if err := c.st.CreateSession(c.ctx, h, nil); err != nil {
 			c.t.Fatal(err)
 		}
@@ -211,7 +212,7 @@ func (c *catalogue) holdLiveSnapshot(h session.Header, view, unitFailure string)
 	if view == "" && unitFailure == "" {
 		return
 	}
-	snap := &sqlitepersist.LiveSnapshot{UnitFailure: unitFailure}
+	snap := &backend.LiveSnapshot{UnitFailure: unitFailure}
 	if view != "" {
 		snap.Subagent = json.RawMessage(view)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/jsjson"
@@ -118,9 +119,9 @@ func importOracle(t *testing.T, open func(context.Context) (dshformat.Source, er
 		if err != nil {
 			t.Fatalf("read %s: %v", h.ID, err)
 		}
-		var tail *sqlitepersist.TornTail
+		var tail *backend.TornTail
 		if s.Torn != nil {
-			tail = &sqlitepersist.TornTail{FromSeq: s.Torn.FromSeq, Reason: s.Torn.Reason, Raw: s.Torn.Raw}
+			tail = &backend.TornTail{FromSeq: s.Torn.FromSeq, Reason: s.Torn.Reason, Raw: s.Torn.Raw}
 		}
 		if _, err := st.ImportSession(ctx, s.Header, s.Events, tail); err != nil {
 			t.Fatalf("import %s: %v", h.ID, err)

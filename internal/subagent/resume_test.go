@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshfixtures"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 func (e *runtimeEnv) resume(child, parent, message string) (*TurnResult, error) {
@@ -92,7 +92,7 @@ func TestResumeRefusals(t *testing.T) {
 	}, nil); err != nil {
 		t.Fatal(err)
 	}
-	held := sqlitepersist.LeaseHolder{ID: "other", PID: 99, Host: "elsewhere", TTL: time.Hour}
+	held := backend.LeaseHolder{ID: "other", PID: 99, Host: "elsewhere", TTL: time.Hour}
 	e.continuable("busy", "busy")
 	if _, err := e.st.AcquireLease(e.ctx, "busy", held); err != nil {
 		t.Fatal(err)
@@ -105,14 +105,14 @@ func TestResumeRefusals(t *testing.T) {
 		msg                 string
 		is                  error
 	}{
-		{"C-F6 unknown id", "missing", "p", dsherr.NotResumable, `subagent "missing" is unavailable`, sqlitepersist.ErrNotFound},
+		{"C-F6 unknown id", "missing", "p", dsherr.NotResumable, `subagent "missing" is unavailable`, backend.ErrNotFound},
 		{"unreadable log", "bad", "p", dsherr.NotResumable, `subagent "bad" is unavailable`, nil},
 		{"C-F4 another parent", "c", "stranger", dsherr.Unauthorized, `subagent "c" belongs to another parent session`, nil},
 		{"grandparent is not the parent", grand, "p", dsherr.Unauthorized, `subagent "grand" belongs to another parent session`, nil},
 		{"authorization before the descriptor", "one", "stranger", dsherr.Unauthorized, `subagent "one" belongs to another parent session`, nil},
 		{"C-F5 one-shot", "one", "p", dsherr.NotResumable, `subagent "one" ` + noState, nil},
 		{"root session", "p", "", dsherr.NotResumable, `subagent "p" ` + noState, nil},
-		{"held by a live process", "busy", "p", dsherr.NotDelivered, "not delivered", sqlitepersist.ErrLeaseHeld},
+		{"held by a live process", "busy", "p", dsherr.NotDelivered, "not delivered", backend.ErrLeaseHeld},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -287,7 +287,7 @@ func TestResumeRepairsFirst(t *testing.T) {
 	desc := continuableDesc("w", "m1")
 	open := append(descriptorLog(0, desc)[:3:3],
 		session.Event{Type: session.TypeStepStart, Seq: 3, Time: 5, Data: json.RawMessage(`{"turn":1,"step":1}`)})
-	tail := &sqlitepersist.TornTail{FromSeq: 4, Reason: "unterminated line", Raw: []byte(`{"type":"assistant/chunk","se`)}
+	tail := &backend.TornTail{FromSeq: 4, Reason: "unterminated line", Raw: []byte(`{"type":"assistant/chunk","se`)}
 	if res, err := e.st.ImportSession(e.ctx, authoredChild("c", "p", nil), open, tail); err != nil || res.Torn == nil {
 		t.Fatalf("import: %+v, %v", res, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/projcache"
@@ -409,7 +410,7 @@ func TestStartDuplicateRace(t *testing.T) {
 	}
 	e.continuable("c", "first")
 	before := e.state()
-	if _, err := e.rt.begin(e.ctx, plan); dsherr.CodeOf(err) != dsherr.DuplicateChild || !errors.Is(err, sqlitepersist.ErrDuplicate) {
+	if _, err := e.rt.begin(e.ctx, plan); dsherr.CodeOf(err) != dsherr.DuplicateChild || !errors.Is(err, backend.ErrDuplicate) {
 		t.Fatalf("create over an existing id = %v", err)
 	}
 	if e.state() != before {

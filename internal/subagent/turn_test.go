@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dshfixtures"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
@@ -200,9 +201,9 @@ func TestListingWhileTurnRuns(t *testing.T) {
 func TestCreationWindowOmitted(t *testing.T) {
 	e := newRuntimeEnv(t)
 	h := authoredChild("c", "p", nil)
-	holder := sqlitepersist.NewLeaseHolder(time.Minute)
+	holder := backend.NewLeaseHolder(time.Minute)
 	w := e.rt.newChildWriter(holder, h, nil)
-	err := e.st.WriteTx(e.ctx, func(tx *sqlitepersist.Store) error {
+	err := e.st.Update(e.ctx, func(tx backend.Store) error {
 		if err := tx.CreateSession(e.ctx, h, nil); err != nil {
 			return err
 		}
@@ -265,13 +266,13 @@ func TestTurnStopsWhenLeaseLost(t *testing.T) {
 	e.waitTurnRunning("c")
 	before := typesOf(e.events("c"))
 	// A holder from two minutes on finds the lease expired and takes it.
-	thief := sqlitepersist.LeaseHolder{ID: "thief", TTL: time.Hour}
+	thief := backend.LeaseHolder{ID: "thief", TTL: time.Hour}
 	later := e.st.WithClock(func() time.Time { return time.Now().Add(2 * time.Minute) })
 	if _, err := later.AcquireLease(e.ctx, "c", thief); err != nil {
 		t.Fatal(err)
 	}
 	d := awaitTurn(t, "after the lease was taken over", done)
-	if !errors.Is(d.err, sqlitepersist.ErrLeaseLost) {
+	if !errors.Is(d.err, backend.ErrLeaseLost) {
 		t.Fatalf("start = %+v, %v; want the lease loss", d.res, d.err)
 	}
 	if after := typesOf(e.events("c")); after != before {
@@ -395,7 +396,7 @@ func BenchmarkAppendUnderLease(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			e := newRuntimeEnv(b)
 			e.continuable("c", "bench")
-			holder := sqlitepersist.NewLeaseHolder(time.Minute)
+			holder := backend.NewLeaseHolder(time.Minute)
 			if _, err := e.st.AcquireLease(e.ctx, "c", holder); err != nil {
 				b.Fatal(err)
 			}
@@ -406,7 +407,7 @@ func BenchmarkAppendUnderLease(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				w.add("session/title", data)
 				if leased {
-					if err := e.st.WriteTx(e.ctx, func(tx *sqlitepersist.Store) error { return w.writePending(e.ctx, tx) }); err != nil {
+					if err := e.st.Update(e.ctx, func(tx backend.Store) error { return w.writePending(e.ctx, tx) }); err != nil {
 						b.Fatal(err)
 					}
 					w.committed()

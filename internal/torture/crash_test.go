@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
@@ -334,7 +335,7 @@ func killWriter(t *testing.T, db, ledger string, seed uint64, delay time.Duratio
 
 // verifyLedger checks that in's log holds every acknowledged event of its
 // session unchanged.
-func verifyLedger(id string, in *sqlitepersist.Inspection, acked map[int64]ledgerEntry) error {
+func verifyLedger(id string, in *backend.Inspection, acked map[int64]ledgerEntry) error {
 	bySeq := make(map[int64]session.Event, len(in.Events))
 	for _, e := range in.Events {
 		bySeq[e.Seq] = e
@@ -351,7 +352,7 @@ func verifyLedger(id string, in *sqlitepersist.Inspection, acked map[int64]ledge
 	return nil
 }
 
-func needsRepair(in *sqlitepersist.Inspection) bool { return in.Torn != nil || len(in.Closers) > 0 }
+func needsRepair(in *backend.Inspection) bool { return in.Torn != nil || len(in.Closers) > 0 }
 
 func checkAfterKill(ctx context.Context, t *testing.T, st *sqlitepersist.Store, rt *subagent.Runtime, bin, db, ledgerPath string, stats *crashStats) error {
 	t.Helper()

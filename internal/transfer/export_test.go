@@ -14,9 +14,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
 // snapshotScenarios lists the directories under dsh-snapshots holding
@@ -169,7 +169,7 @@ func TestExportLayout(t *testing.T) {
 	if res[1].Torn == nil || res[1].Torn.FromSeq != int64(len(tmpl.Events)) || res[1].Events != len(tmpl.Events) {
 		t.Errorf("torn: %+v", res[1])
 	}
-	if !errors.Is(res[3].Err, sqlitepersist.ErrNotFound) {
+	if !errors.Is(res[3].Err, backend.ErrNotFound) {
 		t.Errorf("missing: %+v", res[3])
 	}
 

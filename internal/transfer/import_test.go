@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/session"
@@ -104,13 +105,13 @@ func TestImportKeepsDamageAsFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(stored.ReadErr, sqlitepersist.ErrCorrupt) || stored.Damaged == nil ||
+	if !errors.Is(stored.ReadErr, backend.ErrCorrupt) || stored.Damaged == nil ||
 		stored.Damaged.FromSeq != found.Damage.FromSeq || string(stored.Damaged.Raw) != string(found.Damage.Raw) ||
 		stored.Damaged.Encoding != string(found.Damage.Encoding) || stored.Header.Witness() != found.Header.Witness() {
 		t.Errorf("c-corrupt stored as %+v (read error %v), found %+v", stored.Damaged, stored.ReadErr, found.Damage)
 	}
 	dshfixtures.AssertSameEvents(t, "c-corrupt prefix", stored.Prefix, found.Events)
-	if _, err := st.Inspect(ctx, "c-corrupt"); !errors.Is(err, sqlitepersist.ErrCorrupt) {
+	if _, err := st.Inspect(ctx, "c-corrupt"); !errors.Is(err, backend.ErrCorrupt) {
 		t.Errorf("c-corrupt inspects after import: %v", err)
 	}
 
