@@ -7,8 +7,12 @@
 // reading logs, writing, leases, checkpoints — so that a consumer names only
 // the group it needs and a read-only corpus (a DSH JSONL tree, DSH's
 // schema-17 file) can stand in for a store on the read side.
-// sqlitepersist.Store implements all of them; internal/storetest checks a
-// backend against the contract written in the doc comments below.
+// Backend is the whole contract a store must meet; the capabilities a
+// consumer discovers by type assertion (a fast path, or a part of Backend
+// a read-only corpus lacks) are declared in capabilities.go and listed in
+// Capabilities. sqlitepersist.Store and pgstore.Store implement them all;
+// internal/storetest checks a backend against the contract written in the
+// doc comments.
 //
 // Every method takes a context first and returns promptly with ctx.Err()
 // (possibly wrapped) once it is done. Errors carry dsherr codes; the
@@ -43,10 +47,7 @@ type ChildrenReader interface {
 	// HasSubagentChild reports whether any session with origin "subagent"
 	// names id as its parent.
 	HasSubagentChild(ctx context.Context, id string) (bool, error)
-	// SubagentParents is HasSubagentChild for many ids at once: the set of
-	// ids (each mapped to true) that some subagent-origin session names as
-	// its parent. Ids not in the result have no subagent child.
-	SubagentParents(ctx context.Context, ids []string) (map[string]bool, error)
+	SubagentParentReader
 }
 
 // SessionLister streams every session of a corpus. Memory use must not
@@ -96,76 +97,6 @@ type LogReader interface {
 	Audit(ctx context.Context, id string) (*AuditRead, error)
 }
 
-// BatchAuditor is a LogReader that audits many logs in a few queries (a
-// diagnosis reads every log of a chunk of sessions).
-type BatchAuditor interface {
-	// AuditEach calls fn with Audit's result for every id of ids, in no
-	// particular order; an unknown id is an error wrapping ErrNotFound.
-	// fn must not read the store: a cursor may be open while it runs.
-	AuditEach(ctx context.Context, ids []string, fn func(*AuditRead) error) error
-}
-
-// ColdVerdictReader is a store that records, when it stores a log, what a
-// cold read of it gives, so that a listing need not read the log to learn
-// it; any later change to the log, by dsh or anything else, voids the
-// record.
-type ColdVerdictReader interface {
-	// ColdVerdicts returns, of ids, the sessions whose logs carry such a
-	// record. Ids left out must be read to know. It writes nothing, ever.
-	ColdVerdicts(ctx context.Context, ids []string) (map[string]ColdVerdict, error)
-}
-
-// RegistryFoldRecorder is a store that keeps, beside a log, the outcome of
-// dsh's projection registry folded over it (an opaque text the store only
-// keeps), voided by any later change to the log and by ClearCheckpoints.
-type RegistryFoldRecorder interface {
-	// RecordRegistryFold records fold for session id. Call it only in the
-	// write transaction that stored the log, holding a fold of the whole
-	// log as stored. An unknown id wraps ErrNotFound.
-	RecordRegistryFold(ctx context.Context, id string, fold []byte) error
-}
-
-// RefusalRecorder is a store that keeps a record of every session an import
-// found but could not store (migration 0009), written in the import's
-// transaction.
-type RefusalRecorder interface {
-	// RecordRefusal records r, replacing the record of the same location
-	// and id. An id the store holds as a session (not as a refused header)
-	// is not recorded: the store has that session. With r.Header, and an
-	// id and header a store can keep, the header is kept as a listed
-	// session every read of which fails with r.Error().
-	RecordRefusal(ctx context.Context, r Refusal) error
-	// ClearRefusals deletes the records of id (of any location) and the
-	// id-less ones of location, and the refused header kept for id: call
-	// it before storing a session id read from location.
-	ClearRefusals(ctx context.Context, location, id string) error
-	// RefusedOnly reports whether id is held only as a refused header.
-	RefusedOnly(ctx context.Context, id string) (bool, error)
-}
-
-// RefusalReader reads the records of RefusalRecorder.
-type RefusalReader interface {
-	// Refusals calls fn for every record, by location then id.
-	Refusals(ctx context.Context, fn func(Refusal) error) error
-}
-
-// TextReplacementRecorder is a store that records, beside a log an import
-// stored, which of its events the source's reader read from text that is
-// not UTF-8 (migration 0010).
-type TextReplacementRecorder interface {
-	// RecordTextReplaced records r for session id, or clears the record
-	// when r is nil. Call it only in the write transaction that stored
-	// the log. An unknown id wraps ErrNotFound.
-	RecordTextReplaced(ctx context.Context, id string, r *TextReplaced) error
-}
-
-// TextReplacementReader reads the records of TextReplacementRecorder.
-type TextReplacementReader interface {
-	// TextReplacedOf returns, of ids, the sessions with a record. It
-	// writes nothing, ever.
-	TextReplacedOf(ctx context.Context, ids []string) (map[string]TextReplaced, error)
-}
-
 // Reader is the whole read side: what every corpus offers, a dsh store and
 // a foreign DSH corpus alike.
 type Reader interface {
@@ -209,6 +140,12 @@ type Writer interface {
 	// Invalid), as DSH's inspect fails on the source. An existing id is an
 	// error wrapping ErrDuplicate.
 	ImportDamagedSession(ctx context.Context, h session.Header, prefix []session.Event, damage DamagedLog) (ImportResult, error)
+	// What an import records beside the logs it stores: without these an
+	// import would lose a session's format, a refused session or the
+	// text its reader replaced (capabilities.go).
+	SourceFormatWriter
+	RefusalRecorder
+	TextReplacementRecorder
 }
 
 // LeaseReader reads the leases that make a session live: at most one
@@ -281,20 +218,33 @@ type CheckpointWriter interface {
 }
 
 // Store is everything one open backend offers, and what the views handed
-// to View and Update callbacks offer.
+// to View and Update callbacks offer: besides the read side every corpus
+// offers, transactions (a view's nest in it), the writes, leases and checkpoints, the reads of what an import
+// records beside the logs, and the descriptor point read without which a
+// 0.1.0-rc.8 listing would trust dsh's own folds (capabilities.go).
 type Store interface {
 	Reader
+	Transactor
 	Writer
 	Leaser
 	CheckpointReader
 	CheckpointWriter
+	SourceFormatReader
+	RefusalReader
+	TextReplacementReader
+	DescriptorReader
+}
+
+// Viewer holds one consistent snapshot of a corpus for several reads.
+type Viewer interface {
+	// View runs fn with a Store whose reads all see one consistent
+	// snapshot; writes through it fail. Inside a view it reuses the view.
+	View(ctx context.Context, fn func(view Store) error) error
 }
 
 // Transactor runs several calls as one unit.
 type Transactor interface {
-	// View runs fn with a Store whose reads all see one consistent
-	// snapshot; writes through it fail. Inside a view it reuses the view.
-	View(ctx context.Context, fn func(view Store) error) error
+	Viewer
 	// Update runs fn with a Store bound to one write transaction and
 	// commits when fn returns nil; any error rolls back everything fn
 	// wrote. A concurrent writer waits or fails, it never interleaves.
@@ -306,7 +256,6 @@ type Transactor interface {
 // Backend is an open session store: the whole contract.
 type Backend interface {
 	Store
-	Transactor
 	// ReadOnly reports whether the backend was opened for reading only:
 	// then nothing, not even a file beside the store, is written.
 	ReadOnly() bool

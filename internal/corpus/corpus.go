@@ -30,22 +30,6 @@ type HeaderSource interface {
 	HasSubagentChild(ctx context.Context, id string) (bool, error)
 }
 
-// SubagentParentSource is a HeaderSource that can answer hasChildren for
-// many sessions in one lookup: which of ids are named as parent by some
-// subagent-origin session. Without it the corpus asks HasSubagentChild once
-// per record.
-type SubagentParentSource interface {
-	SubagentParents(ctx context.Context, ids []string) (map[string]bool, error)
-}
-
-// SubtreeSource is a HeaderSource that can read a whole subtree at once:
-// every session reachable from root by parent links (root itself only when
-// a cycle leads back to it), in any order. Without it Descendants asks
-// ChildrenOf once per tree node.
-type SubtreeSource interface {
-	SubtreeOf(ctx context.Context, root string, fn func(session.Header) error) error
-}
-
 // LiveSource reports the sessions currently held by a live process, keyed by
 // session id. A nil LiveSource means nothing is live (a read-only foreign
 // corpus, or a store without holders).
@@ -123,7 +107,7 @@ func (c *Corpus) Children(ctx context.Context, parent string) ([]Record, error) 
 // chain needs no recursion), through every session that has a parent:
 // ordinary sessions and one-shot children are walked through, but only
 // subagent-origin sessions become records. A visited set, seeded with the
-// root, stops parent-link cycles. With a SubtreeSource the persisted tree
+// root, stops parent-link cycles. With a backend.SubtreeReader the persisted tree
 // is read in one query; only a node reached through a live record alone
 // (whose persisted children the query did not cover) is asked for its
 // children one at a time.
@@ -221,7 +205,7 @@ func (c *Corpus) fillHasChildrenWithin(ctx context.Context, recs []Record, kids 
 // subtree reads the persisted tree below root in one query when the header
 // source can, as each covered node's persisted children; nil otherwise.
 func (c *Corpus) subtree(ctx context.Context, root string) (Subtree, error) {
-	src, ok := c.headers.(SubtreeSource)
+	src, ok := c.headers.(backend.SubtreeReader)
 	if !ok {
 		return nil, nil
 	}
@@ -312,10 +296,10 @@ const hasChildrenBatch = 10_000
 
 // fillHasChildren sets HasChildren on every record: true iff some merged
 // record has origin "subagent" and names the record as its parent. Headers
-// only; no child's log is read. With a SubagentParentSource the persisted
+// only; no child's log is read. With a backend.SubagentParentReader the persisted
 // side takes one lookup per batch of records instead of one per record.
 func (c *Corpus) fillHasChildren(ctx context.Context, recs []Record) error {
-	batcher, ok := c.headers.(SubagentParentSource)
+	batcher, ok := c.headers.(backend.SubagentParentReader)
 	if !ok {
 		for i := range recs {
 			has, err := c.hasChildren(ctx, recs[i].Header.ID)

@@ -65,12 +65,6 @@ type Corpus interface {
 	backend.CheckpointReader
 }
 
-// viewer is a corpus that can hold one consistent snapshot for the whole
-// audit (a backend.Transactor's read side).
-type viewer interface {
-	View(ctx context.Context, fn func(view backend.Store) error) error
-}
-
 // Run audits c (in one read snapshot when c offers one), calling emit with each
 // session's report in order: by parent (sessions without one first, then
 // parent ids in byte order), then in the catalog's order (createdAt, then
@@ -93,7 +87,7 @@ func Run(ctx context.Context, c Corpus, opts Options, emit func(Report) error) (
 		return err
 	}
 	var err error
-	if v, ok := c.(viewer); ok {
+	if v, ok := c.(backend.Viewer); ok {
 		err = v.View(ctx, func(view backend.Store) error { return audit(view) })
 	} else {
 		err = audit(c)
@@ -206,16 +200,10 @@ func (a *auditor) run(ctx context.Context) error {
 	return a.reportUnoffered(ctx)
 }
 
-// unofferer is a corpus that holds sessions it cannot offer at all (a
-// foreign corpus's files whose header cannot be read).
-type unofferer interface {
-	Unoffered() []backend.Unoffered
-}
-
 // unoffered is what the corpus cannot offer, nil for a corpus that offers
 // every session it holds.
 func (a *auditor) unoffered() []backend.Unoffered {
-	if u, ok := a.view.(unofferer); ok {
+	if u, ok := a.view.(backend.UnofferedReader); ok {
 		return u.Unoffered()
 	}
 	return a.refused

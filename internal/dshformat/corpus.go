@@ -27,10 +27,13 @@ type Corpus struct {
 	byParent map[string][]session.Header // each in (createdAt, id) order
 }
 
-// The read side of the contract, checked at compile time.
+// The read side of the contract and the read-side capabilities a foreign
+// corpus has (backend.Capabilities), checked at compile time.
 var (
-	_ backend.Reader      = (*Corpus)(nil)
-	_ backend.LeaseReader = (*Corpus)(nil)
+	_ backend.Reader             = (*Corpus)(nil)
+	_ backend.LeaseReader        = (*Corpus)(nil)
+	_ backend.SourceFormatReader = (*Corpus)(nil)
+	_ backend.UnofferedReader    = (*Corpus)(nil)
 )
 
 // NewCorpus indexes src's headers. name says where the corpus is (for

@@ -166,13 +166,6 @@ type Target interface {
 	backend.Transactor
 }
 
-// unverifier is a store that can mark sessions as changed outside dsh's
-// write paths (what its triggers do after a foreign edit), for corpora
-// whose children must be read cold.
-type unverifier interface {
-	UnverifyChildren(ctx context.Context, parent string) error
-}
-
 // Generate writes the corpus described by spec into st, which should be
 // empty of the ids it uses (the parent and ids derived from the seed).
 func Generate(ctx context.Context, st Target, spec Spec) (Result, error) {
@@ -216,7 +209,7 @@ func Generate(ctx context.Context, st Target, spec Spec) (Result, error) {
 		return g.res, err
 	}
 	if spec.Unverified {
-		u, ok := st.(unverifier)
+		u, ok := st.(backend.Unverifier)
 		if !ok {
 			return g.res, fmt.Errorf("mark children unverified: store %T cannot", st)
 		}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
-	"github.com/dsh-project/dsh/internal/transfer"
 )
 
 // Session is what `dsh session show` reports: the header and either a
@@ -77,7 +76,7 @@ func Show(ctx context.Context, view SessionReader, id string) (Session, error) {
 	if err != nil {
 		return v, err
 	}
-	if formats, ok := view.(transfer.SourceFormatReader); ok {
+	if formats, ok := view.(backend.SourceFormatReader); ok {
 		v.SourceFormat, err = formats.SourceFormat(ctx, id)
 	}
 	return v, err

@@ -17,7 +17,7 @@ const subagentDescriptorVersionLater = 3
 
 // DescriptorsAt returns, for each session id of at, the data of its event
 // at the given seq when that event is a subagent/descriptor, in one
-// statement over the events' primary key (subagent.DescriptorReader: the
+// statement over the events' primary key (backend.DescriptorReader: the
 // 0.1.0-rc.8 listing checks the descriptors dsh's folds name). Ids whose
 // event is missing, of another type or without data are left out, and so
 // are payloads whose version member is not the number 3 (or that are not

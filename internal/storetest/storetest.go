@@ -914,17 +914,17 @@ func testListingsHasChildren(t *testing.T, e *env) {
 			return nil
 		}
 	}
-	if src, ok := e.b.(subagent.ChildListingSource); ok {
+	if src, ok := e.b.(backend.ChildListingReader); ok {
 		if err := src.ChildListing(e.ctx, "p", check("ChildListing", nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if src, ok := e.b.(subagent.ColdChildListingSource); ok {
+	if src, ok := e.b.(backend.ColdChildListingReader); ok {
 		if err := src.ChildListingCold(e.ctx, "p", []string{session.TypeDescriptor}, "", check("ChildListingCold", nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if src, ok := e.b.(subagent.SubtreeListingSource); ok {
+	if src, ok := e.b.(backend.SubtreeListingReader); ok {
 		if err := src.SubtreeListing(e.ctx, "p", check("SubtreeListing", nil)); err != nil {
 			t.Fatal(err)
 		}
@@ -1017,10 +1017,10 @@ func ChildTieOrder(ctx context.Context, t *testing.T, b backend.Backend) {
 			t.Errorf("%s order = %q\nwant (createdAt, id) %q", what, got, want)
 		}
 	}
-	if src, ok := b.(subagent.ChildListingSource); ok {
+	if src, ok := b.(backend.ChildListingReader); ok {
 		listed("ChildListing", func(fn func(backend.ListedChild) error) error { return src.ChildListing(ctx, "p", fn) })
 	}
-	if src, ok := b.(subagent.ColdChildListingSource); ok {
+	if src, ok := b.(backend.ColdChildListingReader); ok {
 		listed("ChildListingCold", func(fn func(backend.ListedChild) error) error {
 			return src.ChildListingCold(ctx, "p", []string{session.TypeDescriptor}, "", fn)
 		})
@@ -1476,18 +1476,12 @@ func testCancellation(t *testing.T, e *env) {
 	}
 }
 
-// descriptorReader is the point read the 0.1.0-rc.8 listing makes of the
-// descriptors dsh's folds name (subagent.DescriptorReader).
-type descriptorReader interface {
-	DescriptorsAt(ctx context.Context, at map[string]int64) (map[string]json.RawMessage, error)
-}
-
 // DescriptorsAt gives the data of the event at each named seq when that
 // event is a version-3 descriptor, bytes as stored, and never for another
 // event type, a seq past the log or an unknown session; a descriptor of
 // another version it may leave out, but if given it is given as stored.
 func testDescriptorsAt(t *testing.T, e *env) {
-	r, ok := e.b.(descriptorReader)
+	r, ok := e.b.(backend.DescriptorReader)
 	if !ok {
 		t.Fatal("the backend has no DescriptorsAt")
 	}

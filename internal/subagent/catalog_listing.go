@@ -351,7 +351,7 @@ func (w *catalogWalk) prefetch(ctx context.Context, entries []catalog.Entry, vis
 // the V0–V3 sessions among ids have subagent children (whose evidence their
 // back-fill needs); a failed lookup is no verdict (each is enumerated).
 func (w *catalogWalk) learnParents(ctx context.Context, ids []string) error {
-	src, ok := w.l.Headers.(corpus.SubagentParentSource)
+	src, ok := w.l.Headers.(backend.SubagentParentReader)
 	if !ok {
 		return nil
 	}

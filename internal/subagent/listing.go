@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
@@ -74,9 +75,15 @@ type Lister struct {
 	// only when its descriptor is not version 3 (see listing_rc8.go). Nil
 	// when every identity served without a read is DSH's own (a foreign
 	// corpus's projection cache), which rc.8 trusts as DSH does.
-	Descriptors DescriptorReader
+	Descriptors backend.DescriptorReader
 	// ColdConcurrency bounds concurrent cold reads (default 4).
 	ColdConcurrency int
+	// ownCold is the batch reader NewLister made over the corpus, nil
+	// when it made none: while Cold is still it, a listing may read the
+	// cold logs with the headers (ChildListingCold), as it would read
+	// them; any other Cold, such as one observing reads, is called for
+	// every read.
+	ownCold *batchColdReader
 	// Snapshot, when set, runs the enumeration (live records, candidate
 	// headers, hasChildren) inside one consistent read of the corpus: it
 	// calls fn with Headers and Live, or with views of them bound to that
@@ -115,14 +122,11 @@ func (l *Lister) ListDescendants(ctx context.Context, root string) ([]Row, error
 // including omitted ones (for diagnose).
 func (l *Lister) ResolveChildren(ctx context.Context, parent string) ([]Resolution, error) {
 	return l.resolve(ctx, func(c *corpus.Corpus, headers corpus.HeaderSource) ([]corpus.Record, []storedRecord, error) {
-		if src, ok := headers.(ChildListingSource); ok && l.Cache != nil && !c.HasLive() {
+		if src, ok := headers.(backend.ChildListingReader); ok && l.Cache != nil && !c.HasLive() {
 			// The checkpoints are derived data: when reading them with the
 			// headers fails, the listing goes on without them.
 			var types []string // nil: no cold reads with the headers
-			if _, own := l.Cold.(batchColdReader); own {
-				// Only the corpus's own batch reader (NewLister) reads
-				// as ChildListingCold does; any other reader, such as
-				// one observing reads, is called for every read.
+			if l.ownCold != nil && l.Cold == ColdReader(l.ownCold) {
 				types = l.foldTypes()
 			}
 			if recs, stored, err := listStored(ctx, src, parent, types); err == nil || ctx.Err() != nil {
@@ -137,7 +141,7 @@ func (l *Lister) ResolveChildren(ctx context.Context, parent string) ([]Resoluti
 // ResolveDescendants is ListDescendants with resolutions.
 func (l *Lister) ResolveDescendants(ctx context.Context, root string) ([]Resolution, error) {
 	return l.resolve(ctx, func(c *corpus.Corpus, headers corpus.HeaderSource) ([]corpus.Record, []storedRecord, error) {
-		if src, ok := headers.(SubtreeListingSource); ok && l.Cache != nil && !c.HasLive() {
+		if src, ok := headers.(backend.SubtreeListingReader); ok && l.Cache != nil && !c.HasLive() {
 			// As for children: a failing checkpoint read is no verdict.
 			if recs, stored, err := listStoredTree(ctx, c, src, root); err == nil || ctx.Err() != nil {
 				return recs, stored, err

@@ -29,19 +29,10 @@ import (
 // is X when that descriptor is version 2 and null when it is version 3
 // (every later descriptor is invalid under both rules). So under rc.8 an
 // identity dsh folded is used only after the descriptor it names has been
-// read (DescriptorReader, one query per listing for all of them); a
+// read (backend.DescriptorReader, one query per listing for all of them); a
 // version-3 one makes it rc.8's null: a live child is omitted, a cached
 // one is read (rung 3), a recorded fold lists corrupt. A cold read's own
 // fold is judged from the events it read.
-
-// DescriptorReader reads, for each session id of at, the data of its
-// event at the given seq when that event is a subagent/descriptor whose
-// version is 3 (ids whose event is missing or of another type are left
-// out; a descriptor of another version may be given or left out). It
-// writes nothing.
-type DescriptorReader interface {
-	DescriptorsAt(ctx context.Context, at map[string]int64) (map[string]json.RawMessage, error)
-}
 
 // RC8IdentityCache is an IdentityCache that holds records DSH 0.1.0-rc.8
 // would not read (DSH's later per-record projection cache): under the rc.8

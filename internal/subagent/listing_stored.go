@@ -9,23 +9,6 @@ import (
 	"github.com/dsh-project/dsh/internal/session"
 )
 
-// ChildListingSource is a header source that reads one parent's subagent
-// children together with their hasChildren and witness-matched checkpoint
-// records in one query (sqlitepersist.Store, pgstore.Store). ListChildren uses it when
-// nothing is live, so that a warm listing is one statement and one pass.
-type ChildListingSource interface {
-	ChildListing(ctx context.Context, parent string, fn func(backend.ListedChild) error) error
-}
-
-// ColdChildListingSource is a ChildListingSource that reads, in the same
-// statement, what a batch cold read (ColdBatchReader) gives for every child
-// without a checkpoint record, every seeded child and every child whose
-// record does not contain mark: a cold listing's children and their
-// descriptors in one pass (sqlitepersist.Store).
-type ColdChildListingSource interface {
-	ChildListingCold(ctx context.Context, parent string, types []string, mark string, fn func(backend.ListedChild) error) error
-}
-
 // servedMark is text a record the listing serves a child from holds in
 // the form dsh writes: an identity object (cachedIdentity). A child whose
 // record lacks it (no identity, a malformed descriptor) is left to a cold
@@ -34,16 +17,9 @@ type ColdChildListingSource interface {
 // form of the same identity), that read goes unused.
 const servedMark = `{"identity":{`
 
-// SubtreeListingSource is ChildListingSource for a whole tree: every
-// session below root, of any origin, with its hasChildren and its
-// witness-matched checkpoint record, in one query.
-type SubtreeListingSource interface {
-	SubtreeListing(ctx context.Context, root string, fn func(backend.ListedChild) error) error
-}
-
 // listStoredTree enumerates root's descendants as Descendants does (nothing
 // being live), from one subtree read that also brings their checkpoints.
-func listStoredTree(ctx context.Context, c *corpus.Corpus, src SubtreeListingSource, root string) ([]corpus.Record, []storedRecord, error) {
+func listStoredTree(ctx context.Context, c *corpus.Corpus, src backend.SubtreeListingReader, root string) ([]corpus.Record, []storedRecord, error) {
 	tree := corpus.NewSubtree(root)
 	rows := map[string][]byte{}
 	err := src.SubtreeListing(ctx, root, func(c backend.ListedChild) error {
@@ -89,9 +65,9 @@ func coldLogOf(c *backend.ListedColdRead) *ColdLog {
 
 // listStored enumerates parent's children from src: the records Children
 // would return (nothing being live) and their checkpoints; with types (the
-// registry's fold types) and a ColdChildListingSource, also the cold reads
+// registry's fold types) and a backend.ColdChildListingReader, also the cold reads
 // of the children without a record.
-func listStored(ctx context.Context, src ChildListingSource, parent string, types []string) ([]corpus.Record, []storedRecord, error) {
+func listStored(ctx context.Context, src backend.ChildListingReader, parent string, types []string) ([]corpus.Record, []storedRecord, error) {
 	// Two parallel slices, not one of (record, checkpoint) pairs copied
 	// apart afterwards: at thousands of children that copy (and its
 	// growth) was a large part of a warm listing's heap.
@@ -105,7 +81,7 @@ func listStored(ctx context.Context, src ChildListingSource, parent string, type
 		return nil
 	}
 	var err error
-	if cold, ok := src.(ColdChildListingSource); ok && types != nil {
+	if cold, ok := src.(backend.ColdChildListingReader); ok && types != nil {
 		err = cold.ChildListingCold(ctx, parent, types, servedMark, add)
 	} else {
 		err = src.ChildListing(ctx, parent, add)

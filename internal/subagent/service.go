@@ -39,31 +39,22 @@ type ListingStore interface {
 	backend.Transactor
 }
 
-// VerifiedBatchReader is a backend that can read, in one go, the requested
-// event types of the logs it has recorded as verified (leaving the others
-// out of the result), with the verdict Inspect would give.
-type VerifiedBatchReader interface {
-	InspectVerifiedTypes(ctx context.Context, ids []string, types []string) (map[string]*backend.Inspection, error)
-}
-
-// ColdBatchReader is a backend that answers a batch's recorded verdicts
-// and its verified logs' typed events in one read: the result equals
-// ColdVerdicts(ids) and InspectVerifiedTypes of the ids without a verdict.
-type ColdBatchReader interface {
-	InspectColdBatch(ctx context.Context, ids []string, types []string) (map[string]backend.ColdVerdict, map[string]*backend.Inspection, error)
-}
-
 // NewLister returns a Lister over any corpus: headers and cold reads from
 // r, live records from live (nil when nothing can be live), rung 2 from
 // cache (nil: none).
 func NewLister(r ListingReader, live corpus.LiveSource, cache IdentityCache, coldConcurrency int) *Lister {
-	var cold ColdReader = logColdReader{r}
-	if b, ok := r.(VerifiedBatchReader); ok {
+	var (
+		cold ColdReader = logColdReader{r}
+		own  *batchColdReader
+	)
+	if b, ok := r.(backend.VerifiedBatchReader); ok {
 		verdicts, _ := r.(backend.ColdVerdictReader)
-		cold = batchColdReader{logColdReader{r}, b, verdicts}
+		own = &batchColdReader{logColdReader{r}, b, verdicts}
+		cold = own
 	}
-	descriptors, _ := r.(DescriptorReader)
+	descriptors, _ := r.(backend.DescriptorReader)
 	return &Lister{
+		ownCold:         own,
 		Headers:         r,
 		Live:            live,
 		Cold:            cold,
@@ -84,10 +75,10 @@ func NewStoreLister(store ListingStore, live corpus.LiveSource, coldConcurrency 
 		return store.View(ctx, func(view backend.Store) error {
 			// Bind this store's own headers and leases to the read; any
 			// other source is used as it is.
-			if h, ok := headers.(ListingStore); ok && h == store {
+			if any(headers) == any(store) {
 				headers = view
 			}
-			if l, ok := live.(ListingStore); ok && l == store {
+			if any(live) == any(store) {
 				live = view
 			}
 			return fn(headers, live)
@@ -122,14 +113,14 @@ func (c logColdReader) ColdRead(ctx context.Context, id string, types []string) 
 // what it recorded about the others (read failures, registry folds).
 type batchColdReader struct {
 	logColdReader
-	batch    VerifiedBatchReader
+	batch    backend.VerifiedBatchReader
 	verdicts backend.ColdVerdictReader // nil: nothing recorded
 }
 
 // ColdReadMany implements BatchColdReader; logs the backend has neither a
 // verdict for nor verified are left to ColdRead.
-func (c batchColdReader) ColdReadMany(ctx context.Context, ids []string, types []string) (map[string]ColdLog, error) {
-	if both, ok := c.batch.(ColdBatchReader); ok && c.verdicts != nil {
+func (c *batchColdReader) ColdReadMany(ctx context.Context, ids []string, types []string) (map[string]ColdLog, error) {
+	if both, ok := c.batch.(backend.ColdBatchReader); ok && c.verdicts != nil {
 		recorded, ins, err := both.InspectColdBatch(ctx, ids, types)
 		if err != nil {
 			return nil, err

@@ -80,12 +80,6 @@ func (e *ExistingLogsError) Error() string {
 
 func (e *ExistingLogsError) Unwrap() error { return fs.ErrExist }
 
-// SourceFormatReader reads which foreign format a stored session was
-// imported from (dshformat.FormatName; "" when dsh created it).
-type SourceFormatReader interface {
-	SourceFormat(ctx context.Context, id string) (string, error)
-}
-
 // Export writes each session of ids from st under dir in DSH's JSONL
 // layout, dir/<project>/<encoded id>/session[.vN].jsonl[.zstd] in the
 // session's own format version, the header and
@@ -112,7 +106,7 @@ func Export(ctx context.Context, st ExportSource, dir string, ids []string, opts
 			return out, err
 		}
 		o := opts
-		if formats, ok := st.(SourceFormatReader); ok && opts.AsImported {
+		if formats, ok := st.(backend.SourceFormatReader); ok && opts.AsImported {
 			format, err := formats.SourceFormat(ctx, id)
 			if err != nil && !errors.Is(err, backend.ErrNotFound) {
 				return out, err

@@ -132,17 +132,8 @@ type ImportOptions struct {
 }
 
 // Destination is the database an import writes to: the backend contract's
-// store, with transactions (each session is written in one).
-type Destination interface {
-	backend.Store
-	backend.Transactor
-}
-
-// sourceFormatWriter records the foreign format a session was imported
-// from (both stores implement it; migration 0006).
-type sourceFormatWriter interface {
-	SetSourceFormat(ctx context.Context, id, format string) error
-}
+// store, with its transactions (each session is written in one).
+type Destination = backend.Store
 
 // Import copies every session of src into dst exactly as found: logs that
 // fail DSH's validation, logs damaged inside their committed region (the
@@ -229,11 +220,7 @@ func recordRefusal(ctx context.Context, st backend.Store, r Result) error {
 	if r.refusal == nil || r.Outcome != Unreadable {
 		return nil
 	}
-	rec, ok := st.(backend.RefusalRecorder)
-	if !ok {
-		return dsherr.New(dsherr.Internal, "import: store %T cannot record a refused session", st)
-	}
-	return rec.RecordRefusal(ctx, *r.refusal)
+	return st.RecordRefusal(ctx, *r.refusal)
 }
 
 // refusalOf is the record of a session the source lists with header h (nil:
@@ -296,11 +283,7 @@ var errHeld = errors.New("a refusal is recorded")
 
 // holdsRefusals reports whether dst keeps any record of a refused session.
 func holdsRefusals(ctx context.Context, dst Destination) (bool, error) {
-	rr, ok := dst.(backend.RefusalReader)
-	if !ok {
-		return false, nil
-	}
-	err := rr.Refusals(ctx, func(backend.Refusal) error { return errHeld })
+	err := dst.Refusals(ctx, func(backend.Refusal) error { return errHeld })
 	if errors.Is(err, errHeld) {
 		return true, nil
 	}
@@ -435,13 +418,9 @@ func (w *importer) inBatch(ctx context.Context, fn func(tx Destination) error) e
 		return fn(w.dst)
 	}
 	return w.dst.Update(ctx, func(tx backend.Store) error {
-		// Each session nests in its own Update (a savepoint), which the
-		// contract promises inside an Update: the view has it.
-		nested, ok := tx.(Destination)
-		if !ok {
-			return dsherr.New(dsherr.Internal, "import: store view %T cannot nest a transaction", tx)
-		}
-		return fn(nested)
+		// Each session nests in its own Update (a savepoint): a view is
+		// a Store, so it is a Transactor.
+		return fn(tx)
 	})
 }
 
@@ -661,14 +640,12 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 			stored, err := dst.Header(ctx, s.Header.ID)
 			if err == nil {
 				// A header kept for a refusal is replaced by the session.
-				if rec, ok := dst.(backend.RefusalRecorder); ok {
-					refused, rerr := rec.RefusedOnly(ctx, s.Header.ID)
-					if rerr != nil {
-						return r, rerr
-					}
-					if refused {
-						err = backend.ErrNotFound
-					}
+				refused, rerr := dst.RefusedOnly(ctx, s.Header.ID)
+				if rerr != nil {
+					return r, rerr
+				}
+				if refused {
+					err = backend.ErrNotFound
 				}
 			}
 			if err == nil {
@@ -692,8 +669,8 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 		// What the store recorded of an earlier refusal of this session,
 		// or of this file, is void now that it reads: a header kept for
 		// the refusal gives way to the session.
-		if rec, ok := tx.(backend.RefusalRecorder); ok && w.refusalsHeld {
-			if err := rec.ClearRefusals(ctx, s.Location, s.Header.ID); err != nil {
+		if w.refusalsHeld {
+			if err := tx.ClearRefusals(ctx, s.Location, s.Header.ID); err != nil {
 				return err
 			}
 		}
@@ -730,11 +707,7 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 			return err
 		}
 		if s.Format != "" {
-			fw, ok := tx.(sourceFormatWriter)
-			if !ok {
-				return dsherr.New(dsherr.Internal, "import: store %T cannot record a source format", tx)
-			}
-			if err := fw.SetSourceFormat(ctx, s.Header.ID, s.Format); err != nil {
+			if err := tx.SetSourceFormat(ctx, s.Header.ID, s.Format); err != nil {
 				return err
 			}
 		}
@@ -763,11 +736,7 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 // or appended the log, which events the source's reader read from text
 // that is not UTF-8 (nil clears the record).
 func recordTextReplaced(ctx context.Context, tx backend.Store, id string, t *backend.TextReplaced) error {
-	rec, ok := tx.(backend.TextReplacementRecorder)
-	if !ok {
-		return dsherr.New(dsherr.Internal, "import: store %T cannot record replaced text", tx)
-	}
-	return rec.RecordTextReplaced(ctx, id, t)
+	return tx.RecordTextReplaced(ctx, id, t)
 }
 
 // checkpoint notes an interrupted turn in a log that reads back, and writes

@@ -71,7 +71,7 @@ func (s *storeSource) ReadAsFound(ctx context.Context, id string) (*dshformat.Se
 		return nil, a.ReadErr
 	}
 	out := &dshformat.Session{Header: a.Header, Location: s.name}
-	if formats, ok := s.st.(SourceFormatReader); ok {
+	if formats, ok := s.st.(backend.SourceFormatReader); ok {
 		if out.Format, err = formats.SourceFormat(ctx, id); err != nil {
 			return nil, err
 		}
