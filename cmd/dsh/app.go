@@ -36,6 +36,7 @@ var commands = []func(*app) *cobra.Command{
 	newDevCmd,
 	newStartCmd,
 	newResumeCmd,
+	newLeaseCmd,
 	newImportCmd,
 	newExportCmd,
 }

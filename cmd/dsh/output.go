@@ -3,7 +3,6 @@ package main
 import (
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -62,9 +61,7 @@ func (o *outputFlag) printer(a *app, cmd *cobra.Command) (*render.Printer, error
 }
 
 // formatMillis renders an epoch-millisecond time for people, in UTC.
-func formatMillis(ms int64) string {
-	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
-}
+func formatMillis(ms int64) string { return render.Millis(ms) }
 
 func optString(p *string) string {
 	if p == nil {
