@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/leases"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/report"
 	"github.com/dsh-project/dsh/internal/session"
@@ -67,6 +68,9 @@ Output formats:
           id, state, mode, label; a parent without a row (an ordinary
           fork walked through, a row --state/--mode removed) is a line
           saying so, dimmed when colour is on
+  wide    the table with HOST, PID and EXPIRES (UTC) after it: the lease
+          holder of each running child, by the database's clock (see dsh
+          lease ls); empty for every other row
 
 --state and --mode keep only the rows asked for (several values: repeat the
 flag or separate them with commas); the rows kept are unchanged, and the
@@ -112,7 +116,7 @@ once the whole listing has been read.
 	opts.expect.addFlags(cmd)
 	opts.filter.addFlags(cmd)
 	src := addSourceFlags(cmd)
-	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL, render.Agents, render.Tree)
+	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL, render.Agents, render.Tree, render.Wide)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := opts.expect.prepare(cmd); err != nil {
 			return err
@@ -187,7 +191,7 @@ func runList(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, o
 // printListing lists opts.parent through l, prints the rows once the whole
 // listing is read (so an interrupted listing prints nothing) and runs the
 // --expect checks.
-func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Lister, headers headerReader, opts listOptions, scope corpus.Scope) error {
+func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Lister, headers listedCorpus, opts listOptions, scope corpus.Scope) error {
 	listing, err := report.List(ctx, l, opts.parent, scope)
 	if err != nil {
 		return err
@@ -213,6 +217,12 @@ func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Li
 	switch {
 	case p.Format() == render.Tree:
 		err = p.ListingTree(opts.parent, rows, treeGaps(ctx, headers, opts.parent, all, rows))
+	case p.Format() == render.Wide:
+		var t leases.Table
+		if t, err = leases.Read(ctx, headers, &opts.parent); err != nil {
+			return err
+		}
+		err = p.WideListing(rows, scope, t.Holders())
 	case p.Format() == render.Agents && agentRows != nil:
 		err = p.Listing(opts.filter.Apply(agentRows), scope)
 	default:
@@ -227,6 +237,13 @@ func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Li
 // headerReader reads one session's header (the tree's gap lines).
 type headerReader interface {
 	Header(ctx context.Context, id string) (session.Header, error)
+}
+
+// listedCorpus is what a listing reads besides its rows: headers for the
+// tree's gap lines, the holders of running children for -o wide.
+type listedCorpus interface {
+	headerReader
+	leases.Source
 }
 
 // Why a session is drawn in the tree without a row of its own.

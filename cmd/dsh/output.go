@@ -15,7 +15,7 @@ const formatAgents render.Format = "agents"
 
 // allFormats is every format name some command accepts; the output setting
 // must be one of them.
-var allFormats = []render.Format{render.Table, render.TSV, render.JSON, render.JSONL, formatAgents, render.Tree}
+var allFormats = []render.Format{render.Table, render.TSV, render.JSON, render.JSONL, formatAgents, render.Tree, render.Wide}
 
 // outputFlag is a command's -o/--output flag.
 type outputFlag struct {
