@@ -11,7 +11,7 @@ import (
 // The capabilities: every interface a consumer finds on a store or corpus
 // value by type assertion is declared here and listed in Capabilities,
 // and a consumer asserts to nothing else (TestCapabilitiesAreTheAssertions
-// in cmd/dsh enumerates the assertions). Two kinds:
+// in this package type-checks the module and enumerates them). Two kinds:
 //
 //   - required: part of Backend, so every dsh store has it; it is
 //     asserted only on a narrower value (a read side, which a foreign DSH

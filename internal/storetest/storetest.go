@@ -572,11 +572,7 @@ func testUnstorableText(t *testing.T, e *env) {
 // as a session is not recorded; ClearRefusals removes the records and the
 // kept header, after which the id imports like any other.
 func testRefusals(t *testing.T, e *env) {
-	rec, ok := e.b.(backend.RefusalRecorder)
-	reader, ok2 := e.b.(backend.RefusalReader)
-	if !ok || !ok2 {
-		t.Skipf("%T keeps no import refusals", e.b)
-	}
+	rec, reader := e.b, e.b
 	e.create(root("p", 1), nil)
 	e.create(root("held", 2), nil)
 	seq := int64(3)
@@ -691,10 +687,7 @@ func testRefusals(t *testing.T, e *env) {
 // per session, read back for the ids asked, cleared by nil, refused for an
 // unknown id, and leaves the log's verification alone.
 func testTextReplaced(t *testing.T, e *env) {
-	rec, ok := e.b.(backend.TextReplacementRecorder)
-	if !ok {
-		t.Fatalf("%T records no replaced text", e.b)
-	}
+	rec := e.b
 	if _, err := e.b.ImportSession(e.ctx, root("a", 1), turn(0, 1), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -714,7 +707,7 @@ func testTextReplaced(t *testing.T, e *env) {
 	}
 	read := func(b backend.Backend) map[string]backend.TextReplaced {
 		t.Helper()
-		got, err := b.(backend.TextReplacementReader).TextReplacedOf(e.ctx, []string{"a", "b", "nobody"})
+		got, err := b.TextReplacedOf(e.ctx, []string{"a", "b", "nobody"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -929,10 +922,7 @@ func testListingsHasChildren(t *testing.T, e *env) {
 			t.Fatal(err)
 		}
 	}
-	st, ok := e.b.(subagent.ListingStore)
-	if !ok {
-		return
-	}
+	st := e.b
 	cached := subagent.NewStoreLister(st, e.b, 0)
 	uncached := subagent.NewStoreLister(st, e.b, 0)
 	uncached.Cache = nil
@@ -1481,10 +1471,7 @@ func testCancellation(t *testing.T, e *env) {
 // event type, a seq past the log or an unknown session; a descriptor of
 // another version it may leave out, but if given it is given as stored.
 func testDescriptorsAt(t *testing.T, e *env) {
-	r, ok := e.b.(backend.DescriptorReader)
-	if !ok {
-		t.Fatal("the backend has no DescriptorsAt")
-	}
+	r := e.b
 	e.create(root("p", 1), turn(0, 1))
 	v3 := `{"version":3,  "mode":"continuable","provider":"spawn","label":"later"}`
 	events := []session.Event{
