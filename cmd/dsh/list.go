@@ -218,8 +218,10 @@ func printListing(ctx context.Context, a *app, p *render.Printer, l *subagent.Li
 	case p.Format() == render.Tree:
 		err = p.ListingTree(opts.parent, rows, treeGaps(ctx, headers, opts.parent, all, rows))
 	case p.Format() == render.Wide:
+		// Every lease: in descendants scope the rows are not all
+		// children of the parent.
 		var t leases.Table
-		if t, err = leases.Read(ctx, headers, &opts.parent); err != nil {
+		if t, err = leases.Read(ctx, headers, nil); err != nil {
 			return err
 		}
 		err = p.WideListing(rows, scope, t.Holders())
