@@ -21,7 +21,7 @@ import (
 	"github.com/dsh-project/dsh/internal/boundedfile"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
-	"github.com/dsh-project/dsh/internal/pgstore"
+	"github.com/dsh-project/dsh/internal/location"
 	"github.com/dsh-project/dsh/internal/render"
 )
 
@@ -29,9 +29,9 @@ import (
 // layer that sets it: a command-line flag, an environment variable DSH_*, the
 // config file, or the built-in default.
 type config struct {
-	// DB is the absolute path of the SQLite database, or a PostgreSQL URL
-	// (postgres:// or postgresql://) as given.
-	DB          string
+	// DB is the database: an absolute SQLite path, or a PostgreSQL URL or
+	// keyword/value string as given (location.ParseDB).
+	DB          location.Spec
 	BusyTimeout time.Duration
 	// Output is the preferred output format; "" lets each command use its
 	// own default. A command that cannot print this format ignores it.
@@ -104,7 +104,7 @@ type target interface {
 
 func (c *config) settings(defaultDB string) []setting {
 	return []setting{
-		{key: "db", flag: "db", target: pathTarget{&c.DB}, def: defaultDB},
+		{key: "db", flag: "db", target: dbTarget{&c.DB}, def: defaultDB},
 		{key: "busyTimeoutMs", target: msTarget{&c.BusyTimeout, 0}, def: 5000},
 		{key: "output", target: formatTarget{&c.Output}, def: ""},
 		{key: "noColor", flag: "no-color", target: boolTarget{&c.NoColor}, def: false},
@@ -401,9 +401,9 @@ func (c *config) readFile(v *viper.Viper, flags *pflag.FlagSet, warn func(string
 	return source, nil
 }
 
-type pathTarget struct{ p *string }
+type dbTarget struct{ p *location.Spec }
 
-func (t pathTarget) set(raw any) error {
+func (t dbTarget) set(raw any) error {
 	s, ok := raw.(string)
 	if !ok {
 		return fmt.Errorf("want a path, got %v", raw)
@@ -411,28 +411,16 @@ func (t pathTarget) set(raw any) error {
 	if s == "" {
 		return errors.New("no database path (set --db, DSH_DB or db in the config file)")
 	}
-	if pgstore.IsConnString(s) {
-		// A PostgreSQL URL is passed to the driver as written.
-		*t.p = s
-		return nil
-	}
-	if rest, ok := strings.CutPrefix(s, "~/"); ok {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return fmt.Errorf("expand %s: %w", s, err)
-		}
-		s = filepath.Join(home, rest)
-	}
-	abs, err := filepath.Abs(s)
+	spec, err := location.ParseDB(s)
 	if err != nil {
-		return fmt.Errorf("resolve %s: %w", s, err)
+		return err
 	}
-	*t.p = abs
+	*t.p = spec
 	return nil
 }
 
 // value is what `dsh config` prints: a database URL's password is never shown.
-func (t pathTarget) value() any { return pgstore.Redact(*t.p) }
+func (t dbTarget) value() any { return t.p.String() }
 
 type formatTarget struct{ p *string }
 

@@ -17,8 +17,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/dsh-project/dsh/internal/location"
 	"github.com/dsh-project/dsh/internal/pgtest"
-	"github.com/dsh-project/dsh/internal/transfer"
 )
 
 // The damage catalogue (issue #11): for every kind of damage, built as a
@@ -765,8 +765,8 @@ func checkCatalogueScopes(t *testing.T, src string, dbs, global []string, damage
 // is read, and lays them out again before the next command.
 func vanishAfterEnumeration(t *testing.T, dir string) {
 	removed := map[string][]byte{}
-	testSourceEnumerated = func(loc transfer.Location) {
-		filepath.WalkDir(loc.Path, func(p string, d fs.DirEntry, err error) error {
+	testSourceEnumerated = func(loc location.Spec) {
+		filepath.WalkDir(loc.Arg, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() && filepath.Base(filepath.Dir(p)) == dir {
 				b, err := os.ReadFile(p)
 				if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/dsh-project/dsh/internal/diagnose"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/location"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -98,7 +99,7 @@ func runDemo(ctx context.Context, a *app, p *render.Printer) (err error) {
 	return nil
 }
 
-func showDemoDiagnosis(ctx context.Context, a *app, s catalog, p *render.Printer) error {
+func showDemoDiagnosis(ctx context.Context, a *app, s location.Store, p *render.Printer) error {
 	if _, err := fmt.Fprintln(a.stdout); err != nil {
 		return err
 	}
@@ -132,7 +133,7 @@ var demoStarts = []demoStart{
 // broken child go in one transaction; each other child is a real start
 // whose turn the echo provider answers. Every session gets its own
 // millisecond, so the listing order is the order above.
-func writeDemoCorpus(ctx context.Context, s catalog, rt *subagent.Runtime, now time.Time) (bool, error) {
+func writeDemoCorpus(ctx context.Context, s location.Store, rt *subagent.Runtime, now time.Time) (bool, error) {
 	wrote, err := writeDemoRoot(ctx, s, now.UnixMilli())
 	if err != nil {
 		return false, err
@@ -166,7 +167,7 @@ func writeDemoCorpus(ctx context.Context, s catalog, rt *subagent.Runtime, now t
 // there already: of two demos run at once exactly one writes it, the other
 // finds it inside its transaction or fails to create it as a duplicate. The broken child is dated after the
 // started ones so that it lists last.
-func writeDemoRoot(ctx context.Context, s catalog, now int64) (wrote bool, err error) {
+func writeDemoRoot(ctx context.Context, s location.Store, now int64) (wrote bool, err error) {
 	cwd := "/demo/work"
 	parent := session.Header{Version: session.FormatVersion, ID: demoParent, CreatedAt: now, Cwd: &cwd}
 	turn := func(messageID, user string, tail ...session.Event) []session.Event {

@@ -160,7 +160,7 @@ func runDiagnose(ctx context.Context, a *app, src *sourceFlags, p *render.Printe
 	if err != nil {
 		return err
 	}
-	defer r.done(&err)
+	defer closeCorpus(r, &err)
 	var (
 		step   func(int)
 		clear  = func() {}
@@ -177,7 +177,7 @@ func runDiagnose(ctx context.Context, a *app, src *sourceFlags, p *render.Printe
 		return err
 	}
 	out := p.Diagnosis()
-	sum, err := diagnose.Run(ctx, r.corpus, diagnose.Options{
+	sum, err := diagnose.Run(ctx, r.Reader, diagnose.Options{
 		Profile:     profile,
 		Select:      sel,
 		Strict:      !opts.noStrict,

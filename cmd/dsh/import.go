@@ -10,7 +10,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
-	"github.com/dsh-project/dsh/internal/dshformat"
+	"github.com/dsh-project/dsh/internal/location"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/report"
 	"github.com/dsh-project/dsh/internal/transfer"
@@ -25,7 +25,7 @@ type importOptions struct {
 func newImportCmd(a *app) *cobra.Command {
 	var opts importOptions
 	cmd := &cobra.Command{
-		Use:   "import jsonl:PATH|dsh-sqlite:PATH|dsh-home:[PATH]|dsh:PATH_OR_URL",
+		Use:   "import " + location.SourceFormsSynopsis(),
 		Short: "Copy a DSH corpus into the database, exactly as found",
 		Long: `Copy every session of a DSH corpus into the database: jsonl:PATH reads DSH's
 JSONL session files (a file, or a directory searched recursively: DSH's
@@ -88,7 +88,7 @@ Output formats:
 		if opts.progress.force && opts.progress.quiet {
 			return dsherr.New(dsherr.Usage, "dsh import: --progress and --quiet contradict each other")
 		}
-		loc, err := transfer.ParseLocation(args[0])
+		loc, err := location.ParseSource(args[0])
 		if err != nil {
 			return err
 		}
@@ -101,8 +101,14 @@ Output formats:
 	return cmd
 }
 
-func runImport(ctx context.Context, a *app, p *render.Printer, loc transfer.Location, opts importOptions) (err error) {
-	src, err := openImportSource(ctx, a, loc)
+func runImport(ctx context.Context, a *app, p *render.Printer, loc location.Spec, opts importOptions) (err error) {
+	cfg, err := a.config()
+	if err != nil {
+		return err
+	}
+	// The source is only read: a dsh database is opened read-only, as the
+	// read commands open it.
+	src, err := location.ImportSource(ctx, loc, a.locationOptions(cfg))
 	if err != nil {
 		return err
 	}
@@ -111,7 +117,7 @@ func runImport(ctx context.Context, a *app, p *render.Printer, loc transfer.Loca
 			err = fmt.Errorf("close import source: %w", cerr)
 		}
 	}()
-	var st catalog
+	var st location.Store
 	if opts.dryRun {
 		st, err = a.openStoreReadOnly(ctx)
 		if errors.Is(err, backend.ErrNoDatabase) {
@@ -148,7 +154,7 @@ func runImport(ctx context.Context, a *app, p *render.Printer, loc transfer.Loca
 	}
 	if sum.Imported+sum.Appended+sum.Skipped+sum.Conflicts+sum.Unreadable == 0 {
 		// An empty directory or a mistyped path is not a clean corpus.
-		msg := emptySource(loc) + "; nothing imported"
+		msg := location.EmptyMessage(loc) + "; nothing imported"
 		if opts.strict {
 			return dsherr.New(dsherr.NotFound, "%s", msg)
 		}
@@ -163,32 +169,6 @@ func runImport(ctx context.Context, a *app, p *render.Printer, loc transfer.Loca
 	}
 	return nil
 }
-
-// openImportSource opens the source read-only: a foreign DSH corpus, or
-// with dsh: another dsh database through its backend (never written: the
-// read-only open read commands use).
-func openImportSource(ctx context.Context, a *app, loc transfer.Location) (dshformat.Source, error) {
-	if loc.Kind != transfer.KindDSH {
-		src, err := loc.Open(ctx)
-		if err == nil {
-			sourceEnumerated(loc)
-		}
-		return src, err
-	}
-	st, err := a.openReadOnlyAt(ctx, loc.Path)
-	if err != nil {
-		return nil, err
-	}
-	return closingSource{Source: transfer.StoreSource(st, st.Path()), st: st}, nil
-}
-
-// closingSource closes the database a dsh: source was read from.
-type closingSource struct {
-	dshformat.Source
-	st catalog
-}
-
-func (s closingSource) Close() error { return s.st.Close() }
 
 // importSessionView is one session of `dsh import` output.
 type importSessionView struct {

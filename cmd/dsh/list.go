@@ -174,18 +174,18 @@ func runList(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, o
 	if err != nil {
 		return err
 	}
-	defer r.done(&err)
-	_, herr := r.corpus.Header(ctx, opts.parent)
+	defer closeCorpus(r, &err)
+	_, herr := r.Reader.Header(ctx, opts.parent)
 	if herr != nil && opts.strict {
-		return r.lookupError(opts.parent, herr)
+		return r.LookupError(opts.parent, herr)
 	}
 	if errors.Is(herr, backend.ErrNotFound) {
-		opts.unknownParent = r.lookupError(opts.parent, herr)
+		opts.unknownParent = r.LookupError(opts.parent, herr)
 	}
-	opts.emptySource = r.empty
-	l := r.lister(opts.coldConcurrency)
+	opts.emptySource = r.Empty
+	l := r.Lister(opts.coldConcurrency)
 	l.Profile = opts.profile
-	return printListing(ctx, a, p, l, r.corpus, opts, scope)
+	return printListing(ctx, a, p, l, r.Reader, opts, scope)
 }
 
 // printListing lists opts.parent through l, prints the rows once the whole

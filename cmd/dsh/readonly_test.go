@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -280,5 +281,61 @@ func TestReadCommandsOnArchivedReadOnlyDatabase(t *testing.T) {
 	}
 	if after := stateOf(t, db); !bytes.Equal(after.content, before.content) || !after.mtime.Equal(before.mtime) {
 		t.Error("the archived database changed")
+	}
+}
+
+// A dsh database read as --source dsh: is left as --db leaves it: every
+// read command that takes --source, over the same corpus, keeps the file,
+// its WAL and the WAL's index byte for byte with their modification times,
+// and creates no configured database either.
+func TestReadCommandsLeaveDSHSourceUntouched(t *testing.T) {
+	home := isolateEnv(t)
+	db := filepath.Join(home, "corpus", "dsh.db")
+	t.Setenv("DSH_DB", db)
+	seedReadOnlyCorpus(t, db)
+	if _, stderr, code := runDsh(t, "session", "fork", "balanced", "--id", "fork"); code != 0 {
+		t.Fatalf("fork: exit %d: %s", code, stderr)
+	}
+	configured := filepath.Join(home, "configured", "dsh.db")
+	t.Setenv("DSH_DB", configured)
+	var reads [][]string
+	for _, args := range append(readCommands(filepath.Join(home, "export")),
+		[]string{"diagnose", "--all"}, []string{"diagnose", "--parent", "balanced", "-o", "json"}) {
+		if args[0] == "list" || args[0] == "diagnose" || len(args) > 1 && args[0] == "session" && (args[1] == "show" || args[1] == "events") {
+			reads = append(reads, append(slices.Clone(args), "--source", "dsh:"+db))
+		}
+	}
+	files := []string{db, db + "-wal", db + "-shm"}
+	before := make([]fileState, len(files))
+	for i, f := range files {
+		before[i] = stateOf(t, f)
+	}
+	time.Sleep(10 * time.Millisecond)
+	for _, args := range reads {
+		_, stderr, code := runDsh(t, args...)
+		if code > 1 && !strings.Contains(strings.Join(args, " "), "no-such-session") {
+			t.Errorf("dsh %v: exit %d: %s", args, code, stderr)
+		}
+		for i, f := range files {
+			after := stateOf(t, f)
+			switch {
+			case after.exists != before[i].exists:
+				t.Errorf("dsh %v: %s existence changed: %v → %v", args, filepath.Base(f), before[i].exists, after.exists)
+			case !bytes.Equal(after.content, before[i].content):
+				t.Errorf("dsh %v: %s bytes changed", args, filepath.Base(f))
+			case !after.mtime.Equal(before[i].mtime):
+				t.Errorf("dsh %v: %s modification time changed", args, filepath.Base(f))
+			}
+		}
+	}
+	if len(reads) < 20 {
+		t.Errorf("only %d reads ran", len(reads))
+	}
+	if _, err := os.Stat(filepath.Dir(configured)); !os.IsNotExist(err) {
+		t.Errorf("a --source read created the configured database's directory (stat: %v)", err)
+	}
+	stdout, _, _ := runDsh(t, "list", "--parent", "balanced", "-o", "json", "--source", "dsh:"+db)
+	if !strings.Contains(stdout, `"id":"torn-child"`) {
+		t.Errorf("list --source dsh:: %s", stdout)
 	}
 }

@@ -77,15 +77,15 @@ func runSessionEvents(ctx context.Context, a *app, src *sourceFlags, id string, 
 	if err != nil {
 		return err
 	}
-	defer r.done(&err)
+	defer closeCorpus(r, &err)
 	var ins *backend.Inspection
 	if len(opts.types) > 0 {
-		ins, err = r.corpus.InspectTypes(ctx, id, opts.types...)
+		ins, err = r.Reader.InspectTypes(ctx, id, opts.types...)
 	} else {
-		ins, err = r.corpus.Inspect(ctx, id)
+		ins, err = r.Reader.Inspect(ctx, id)
 	}
 	if err != nil {
-		return r.lookupError(id, err)
+		return r.LookupError(id, err)
 	}
 	if ins.Torn != nil {
 		a.warn(fmt.Sprintf("session %s: torn tail from seq %d not printed (%s)", id, ins.Torn.FromSeq, ins.Torn.Reason))

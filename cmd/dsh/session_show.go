@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/location"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/report"
 )
@@ -50,12 +51,12 @@ func showSession(ctx context.Context, a *app, src *sourceFlags, id string) (v re
 	if err != nil {
 		return v, err
 	}
-	defer r.done(&err)
-	err = r.view(ctx, func(view readCorpus) error {
+	defer closeCorpus(r, &err)
+	err = r.View(ctx, func(view location.Reader) error {
 		v, err = report.Show(ctx, view, id)
 		return err
 	})
-	return v, r.lookupError(id, err)
+	return v, r.LookupError(id, err)
 }
 
 // sessionFields is the human form of v: every header field (absent ones as

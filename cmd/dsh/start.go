@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/location"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -99,7 +100,7 @@ func readMessage(ctx context.Context, stdin io.Reader) ([]byte, error) {
 
 // runtime is the subagent runtime over s with the configured lease timing
 // and checkpoint policy; event times come from the app's clock.
-func (a *app) runtime(s catalog) (*subagent.Runtime, error) {
+func (a *app) runtime(s location.Store) (*subagent.Runtime, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, err

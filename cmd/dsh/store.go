@@ -9,72 +9,45 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
-	"github.com/dsh-project/dsh/internal/pgstore"
+	"github.com/dsh-project/dsh/internal/location"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
-// catalog is an open dsh database on either backend: the embedded SQLite
-// file (the default) or a PostgreSQL catalog (a postgres:// URL or a libpq
-// keyword/value string as --db).
-// Commands see the backend contract and nothing of the dialect.
-type catalog interface {
-	backend.Backend
-	// Path names the database in output: the SQLite file's absolute path,
-	// or the URL with its password redacted.
-	Path() string
-	SchemaVersion(ctx context.Context) (int, error)
-}
-
 // openStore opens the configured database for writing, creating (SQLite)
 // and migrating it on first use. Only commands that write call it.
-func (a *app) openStore(ctx context.Context) (catalog, error) {
+func (a *app) openStore(ctx context.Context) (location.Store, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, err
 	}
-	if pgstore.IsConnString(cfg.DB) {
-		return nilOnError(pgstore.Open(ctx, cfg.DB))
-	}
-	return nilOnError(sqlitepersist.Open(ctx, cfg.DB, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout, BusyTimeoutSet: true}))
+	return location.OpenStore(ctx, cfg.DB, a.locationOptions(cfg))
 }
 
 // openStoreReadOnly opens the configured database for reading. It never
 // creates, migrates or modifies it (PostgreSQL: read-only transactions, so
 // a role that may only SELECT is enough); a missing database is an error.
-func (a *app) openStoreReadOnly(ctx context.Context) (catalog, error) {
+func (a *app) openStoreReadOnly(ctx context.Context) (location.Store, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, err
 	}
-	return a.openReadOnlyAt(ctx, cfg.DB)
+	return location.OpenStoreReadOnly(ctx, cfg.DB, a.locationOptions(cfg))
 }
 
-// openReadOnlyAt opens the dsh database db (a SQLite path or a PostgreSQL
-// URL) as openStoreReadOnly opens the configured one: `import dsh:` reads
-// its source this way.
-func (a *app) openReadOnlyAt(ctx context.Context, db string) (catalog, error) {
-	cfg, err := a.config()
-	if err != nil {
-		return nil, err
+// locationOptions are the settings opening a corpus takes from the
+// configuration; the read commands add their --source flags'.
+func (a *app) locationOptions(cfg *config) location.Options {
+	return location.Options{
+		SQLite:     sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout, BusyTimeoutSet: true},
+		Profile:    cfg.DSHCompat.Or(),
+		Warn:       a.warn,
+		Enumerated: sourceEnumerated,
 	}
-	if pgstore.IsConnString(db) {
-		return nilOnError(pgstore.OpenReadOnly(ctx, db))
-	}
-	return nilOnError(sqlitepersist.OpenReadOnly(ctx, db, sqlitepersist.Options{BusyTimeout: cfg.BusyTimeout, BusyTimeoutSet: true}))
-}
-
-// nilOnError keeps a failed open's nil pointer from becoming a non-nil
-// catalog.
-func nilOnError[S catalog](s S, err error) (catalog, error) {
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 // closeStore closes s and keeps the first error: a failed close after a
 // successful write may mean the write is not durable.
-func closeStore(s catalog, err *error) {
+func closeStore(s location.Store, err *error) {
 	if cerr := s.Close(); cerr != nil && *err == nil {
 		*err = fmt.Errorf("close database: %w", cerr)
 	}

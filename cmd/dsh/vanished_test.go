@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dsh-project/dsh/internal/transfer"
+	"github.com/dsh-project/dsh/internal/location"
 )
 
 // A session file removed after the source was enumerated and before its
@@ -25,7 +25,7 @@ func TestVanishedSessionFile(t *testing.T) {
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
 		writeCatJSONL(t, corpus, sessions)
-		testSourceEnumerated = func(transfer.Location) {
+		testSourceEnumerated = func(location.Spec) {
 			if err := os.Remove(cFile); err != nil {
 				t.Error(err)
 			}

@@ -107,7 +107,7 @@ func (s *sqliteSource) checkStore(ctx context.Context) error {
 		return corruptAt(s.path, "", "not a DSH session store: "+fmt.Sprintf(format, args...), nil)
 	}
 	if appID == dshDatabaseApplicationID {
-		return notDSH("it is a dsh database; read it with --db %s (or copy it with dsh import dsh:%s)", s.path, s.path)
+		return notDSH("it is a dsh database; read it in place with --source dsh:%s (or --db %s)", s.path, s.path)
 	}
 	if appID != dshApplicationID {
 		return notDSH("application id %d, expected %d", appID, dshApplicationID)

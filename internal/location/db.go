@@ -2,13 +2,13 @@ package location
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/pgstore"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
@@ -26,6 +26,8 @@ type Store interface {
 	Path() string
 	SchemaVersion(ctx context.Context) (int, error)
 }
+
+const dshName = "dsh"
 
 // The --db forms, recognised in this order, and dsh:, which names a dsh
 // database as a source.
@@ -55,7 +57,7 @@ var (
 		open:  openDB,
 	}
 	dshScheme = &Scheme{
-		Name: "dsh", Use: SourceUse, Arg: "PATH_OR_URL",
+		Name: dshName, Use: SourceUse, Arg: "PATH_OR_URL",
 		Help:         "a dsh database, a SQLite file or a PostgreSQL URL, read-only",
 		parse:        parseDSH,
 		store:        openDSHStore,
@@ -144,11 +146,23 @@ func dbForm(arg string) *Scheme {
 	return sqliteScheme
 }
 
+// openDSHStore opens a dsh: source's database read-only; an error names
+// the source, keeping the store's code (a missing file, DSH's schema-17
+// store, a directory: STORE_UNAVAILABLE).
 func openDSHStore(ctx context.Context, arg string, o Options, writable bool) (Store, error) {
+	spec := Spec{Scheme: dshName, Arg: arg, use: SourceUse}
 	if writable {
-		return nil, errors.New("a dsh: source is only read")
+		return nil, dsherr.New(dsherr.Usage, "%s is a source, only read", spec)
 	}
-	return dbForm(arg).store(ctx, arg, o, false)
+	st, err := dbForm(arg).store(ctx, arg, o, false)
+	if err == nil || ctx.Err() != nil {
+		return st, err
+	}
+	code := dsherr.CodeOf(err)
+	if code == "" {
+		code = dsherr.StoreUnavailable
+	}
+	return nil, dsherr.Wrap(code, err, "%s", spec)
 }
 
 // openDSHDatabase reads a dsh database in place as a source: exactly as

@@ -188,7 +188,7 @@ func readDSHCache(ctx context.Context, spec Spec, o Options) (*dshformat.CacheFi
 	if len(skips) > 0 {
 		o.warn(fmt.Sprintf("%s: %d record file(s) not used (read as cache misses), first: %s: %s", what, len(skips), skips[0].Path, skips[0].Reason))
 	}
-	if file != nil && o.Profile == dshcompat.RC8 {
+	if file != nil && o.Profile.Or() == dshcompat.RC8 {
 		// DSH 0.1.0-rc.8 reads only its own aggregate file, never a
 		// later release's per-record cache.
 		file = file.RC8Only()

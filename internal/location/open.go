@@ -145,7 +145,7 @@ func checkEmpty(ctx context.Context, spec Spec, r backend.SessionLister, skipped
 // creating (SQLite) and migrating it on first use.
 func OpenStore(ctx context.Context, spec Spec, o Options) (Store, error) {
 	sc := spec.scheme()
-	if sc == nil || sc.store == nil || spec.IsSource() {
+	if sc == nil || sc.store == nil {
 		return nil, dsherr.New(dsherr.Usage, "%s is not a dsh database to write to", spec)
 	}
 	return sc.store(ctx, spec.Arg, o, true)

@@ -91,7 +91,7 @@ func BenchmarkBackends(b *testing.B) {
 				for b.Loop() {
 					b.StopTimer()
 					st := be.open(b)
-					src, err := transfer.Location{Kind: transfer.KindJSONL, Path: dir}.Open(ctx)
+					src, err := dshformat.OpenJSONL(ctx, dir)
 					if err != nil {
 						b.Fatal(err)
 					}

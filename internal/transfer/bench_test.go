@@ -38,9 +38,9 @@ func diskSize(b *testing.B, path string) int64 {
 // benchmarkImport opens loc and imports it into a new database per
 // iteration and reports events/s; MB/s is the source's size on disk per
 // second.
-func benchmarkImport(b *testing.B, loc Location) {
+func benchmarkImport(b *testing.B, loc corpusAt) {
 	ctx := context.Background()
-	b.SetBytes(diskSize(b, loc.Path))
+	b.SetBytes(diskSize(b, loc.path))
 	events := 0
 	var elapsed time.Duration
 	for b.Loop() {
@@ -53,7 +53,7 @@ func benchmarkImport(b *testing.B, loc Location) {
 		// Opening the source (a JSONL corpus reads every header) is part
 		// of an import, as the floor's directory walk is part of its.
 		start := time.Now()
-		src, err := loc.Open(ctx)
+		src, err := loc.open(ctx, loc.path)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -76,8 +76,10 @@ func benchmarkImport(b *testing.B, loc Location) {
 // SQLite store.
 func BenchmarkImport(b *testing.B) {
 	dir := dshfixtures.Dir(b, "dsh-oracle/j-medium")
-	b.Run("jsonl-zstd", func(b *testing.B) { benchmarkImport(b, Location{KindJSONL, filepath.Join(dir, "jsonl")}) })
-	b.Run("dsh-sqlite", func(b *testing.B) { benchmarkImport(b, Location{KindDSHSQLite, filepath.Join(dir, "sessions.db")}) })
+	b.Run("jsonl-zstd", func(b *testing.B) { benchmarkImport(b, corpusAt{dshformat.OpenJSONL, filepath.Join(dir, "jsonl")}) })
+	b.Run("dsh-sqlite", func(b *testing.B) {
+		benchmarkImport(b, corpusAt{dshformat.OpenDSHSQLite, filepath.Join(dir, "sessions.db")})
+	})
 }
 
 // benchChildren is the size of the listing benchmark's corpus.
@@ -121,7 +123,7 @@ func BenchmarkList2000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	src, err := Location{KindJSONL, corpus}.Open(ctx)
+	src, err := dshformat.OpenJSONL(ctx, corpus)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -141,7 +143,7 @@ func BenchmarkList2000(b *testing.B) {
 	}
 	b.Run("source-jsonl", func(b *testing.B) {
 		for b.Loop() {
-			src, err := Location{KindJSONL, corpus}.Open(ctx)
+			src, err := dshformat.OpenJSONL(ctx, corpus)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -199,7 +201,7 @@ func genExport(b *testing.B) string {
 // BenchmarkImportGenCorpus imports gencorpus's 1,000-child subtree from
 // plain JSONL into a fresh store per iteration.
 func BenchmarkImportGenCorpus(b *testing.B) {
-	benchmarkImport(b, Location{KindJSONL, genExport(b)})
+	benchmarkImport(b, corpusAt{dshformat.OpenJSONL, genExport(b)})
 }
 
 // BenchmarkImportGenCorpusFloor is BenchmarkImportGenCorpus's floor

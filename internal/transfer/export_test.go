@@ -62,7 +62,7 @@ func TestSnapshotsRoundTrip(t *testing.T) {
 	for i, dir := range snapshotScenarios(t) {
 		name, _ := filepath.Rel(dshfixtures.Dir(t, "dsh-snapshots"), dir)
 		t.Run(name, func(t *testing.T) {
-			src := openSource(t, Location{KindJSONL, dir})
+			src := openSource(t, corpusAt{dshformat.OpenJSONL, dir})
 			if p := src.Problems(); len(p) > 0 {
 				t.Fatalf("unreadable session files: %v", p[0].Err)
 			}
@@ -87,7 +87,7 @@ func TestSnapshotsRoundTrip(t *testing.T) {
 				}
 			}
 			second := openStore(t)
-			if sum := importAll(t, second, Location{KindJSONL, out}); sum.Failed() || sum.Imported != len(ids) {
+			if sum := importAll(t, second, corpusAt{dshformat.OpenJSONL, out}); sum.Failed() || sum.Imported != len(ids) {
 				t.Fatalf("re-import: %+v", sum)
 			}
 			for _, id := range ids {
@@ -132,7 +132,7 @@ func TestExportLayout(t *testing.T) {
 	noCwd.Cwd = nil
 	writePlain(t, in, noCwd, tmpl.Events[:2])
 	st := openStore(t)
-	importAll(t, st, Location{KindJSONL, in})
+	importAll(t, st, corpusAt{dshformat.OpenJSONL, in})
 
 	out := t.TempDir()
 	res, err := Export(ctx, st, out, []string{"odd/id", "torn", "no-cwd", "missing"}, ExportOptions{Compression: dshformat.CompressionNone})
@@ -215,7 +215,7 @@ func TestTree(t *testing.T) {
 	writePlain(t, in, childHeader(tmpl, "g2", "fork", 5), tmpl.Events)
 	writePlain(t, in, childHeader(tmpl, "other", "q", 6), tmpl.Events)
 	st := openStore(t)
-	importAll(t, st, Location{KindJSONL, in})
+	importAll(t, st, corpusAt{dshformat.OpenJSONL, in})
 	for _, tc := range []struct {
 		scope corpus.Scope
 		want  []string
@@ -285,7 +285,7 @@ func TestExportStaysInsideTarget(t *testing.T) {
 	if err := os.Remove(filepath.Join(out, "--work--", "planted")); err != nil {
 		t.Fatal(err)
 	}
-	sum := importAll(t, back, Location{KindJSONL, out})
+	sum := importAll(t, back, corpusAt{dshformat.OpenJSONL, out})
 	if sum.Failed() || sum.Imported != len(hostile) {
 		t.Fatalf("re-import: %+v", sum)
 	}
@@ -303,7 +303,7 @@ func TestExportDamagedRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	dir, _ := damagedCorpus(t)
 	first := openStore(t)
-	importAll(t, first, Location{KindJSONL, dir})
+	importAll(t, first, corpusAt{dshformat.OpenJSONL, dir})
 	for _, c := range []dshformat.Compression{dshformat.CompressionNone, dshformat.CompressionZstd} {
 		out := t.TempDir()
 		res, err := Export(ctx, first, out, []string{"c-corrupt"}, ExportOptions{Compression: c})
@@ -311,7 +311,7 @@ func TestExportDamagedRoundTrip(t *testing.T) {
 			t.Fatalf("export: %+v, %v", res, err)
 		}
 		second := openStore(t)
-		if r := result(t, importAll(t, second, Location{KindJSONL, out}), "c-corrupt"); r.Outcome != Imported || !r.Damaged {
+		if r := result(t, importAll(t, second, corpusAt{dshformat.OpenJSONL, out}), "c-corrupt"); r.Outcome != Imported || !r.Damaged {
 			t.Fatalf("re-import: %+v", r)
 		}
 		a, err := first.Audit(ctx, "c-corrupt")

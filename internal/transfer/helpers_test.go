@@ -31,9 +31,16 @@ func openStore(t testing.TB) *sqlitepersist.Store {
 	return st
 }
 
-func openSource(t testing.TB, loc Location) dshformat.Source {
+// corpusAt is a DSH corpus a test imports: how its format is opened, and
+// its path.
+type corpusAt struct {
+	open func(context.Context, string) (dshformat.Source, error)
+	path string
+}
+
+func openSource(t testing.TB, loc corpusAt) dshformat.Source {
 	t.Helper()
-	src, err := loc.Open(context.Background())
+	src, err := loc.open(context.Background(), loc.path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +48,11 @@ func openSource(t testing.TB, loc Location) dshformat.Source {
 	return src
 }
 
-func importAll(t testing.TB, st *sqlitepersist.Store, loc Location) Summary {
+func importAll(t testing.TB, st *sqlitepersist.Store, loc corpusAt) Summary {
 	t.Helper()
 	sum, err := Import(context.Background(), st, openSource(t, loc), ImportOptions{})
 	if err != nil {
-		t.Fatalf("import %s: %v", loc, err)
+		t.Fatalf("import %s: %v", loc.path, err)
 	}
 	return sum
 }

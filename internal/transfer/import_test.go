@@ -71,7 +71,7 @@ func TestImportKeepsDamageAsFound(t *testing.T) {
 	ctx := context.Background()
 	dir, tmpl := damagedCorpus(t)
 	st := openStore(t)
-	src := openSource(t, Location{KindJSONL, dir})
+	src := openSource(t, corpusAt{dshformat.OpenJSONL, dir})
 	sum, err := Import(ctx, st, src, ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +175,7 @@ func TestImportKeepsDamageAsFound(t *testing.T) {
 func TestImportListsAsBefore(t *testing.T) {
 	ctx := context.Background()
 	dir, _ := damagedCorpus(t)
-	src := openSource(t, Location{KindJSONL, dir})
+	src := openSource(t, corpusAt{dshformat.OpenJSONL, dir})
 	c, err := dshformat.NewCorpus(ctx, src, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestImportListsAsBefore(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := openStore(t)
-	sum := importAll(t, st, Location{KindJSONL, dir})
+	sum := importAll(t, st, corpusAt{dshformat.OpenJSONL, dir})
 	after, err := subagent.NewStoreLister(st, nil, 0).ListDescendants(ctx, "p")
 	if err != nil {
 		t.Fatal(err)
@@ -241,9 +241,9 @@ func storeDigest(t *testing.T, st *sqlitepersist.Store) string {
 func TestImportIsIdempotent(t *testing.T) {
 	dir, _ := damagedCorpus(t)
 	st := openStore(t)
-	importAll(t, st, Location{KindJSONL, dir})
+	importAll(t, st, corpusAt{dshformat.OpenJSONL, dir})
 	before := storeDigest(t, st)
-	again := importAll(t, st, Location{KindJSONL, dir})
+	again := importAll(t, st, corpusAt{dshformat.OpenJSONL, dir})
 	if again.Imported != 0 || again.Skipped != 6 || again.Unreadable != 1 || again.Conflicts != 0 {
 		t.Fatalf("second import: %+v", again)
 	}
@@ -267,9 +267,9 @@ func TestImportConflictOverwritesNothing(t *testing.T) {
 	writePlain(t, second, childHeader(tmpl, "d", "p", 1_700_000_001_000), tmpl.Events)
 
 	st := openStore(t)
-	importAll(t, st, Location{KindJSONL, first})
+	importAll(t, st, corpusAt{dshformat.OpenJSONL, first})
 	before := storeDigest(t, st)
-	sum := importAll(t, st, Location{KindJSONL, second})
+	sum := importAll(t, st, corpusAt{dshformat.OpenJSONL, second})
 	if sum.Conflicts != 1 || sum.Imported != 1 || !sum.Failed() {
 		t.Fatalf("summary %+v", sum)
 	}
@@ -308,7 +308,7 @@ func rowsOf(digest, id string) []string {
 func TestImportDryRun(t *testing.T) {
 	ctx := context.Background()
 	dir, _ := damagedCorpus(t)
-	src := openSource(t, Location{KindJSONL, dir})
+	src := openSource(t, corpusAt{dshformat.OpenJSONL, dir})
 	none, err := Import(ctx, nil, src, ImportOptions{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
@@ -333,7 +333,7 @@ func TestImportDryRun(t *testing.T) {
 	if d := storeDigest(t, st); d != "" {
 		t.Fatalf("dry run wrote:\n%s", d)
 	}
-	importAll(t, st, Location{KindJSONL, dir})
+	importAll(t, st, corpusAt{dshformat.OpenJSONL, dir})
 	again, err := Import(ctx, st, src, ImportOptions{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
@@ -350,7 +350,7 @@ func TestImportProgressAndNoCheckpoints(t *testing.T) {
 	st := openStore(t)
 	var calls [][2]int
 	var streamed []Result
-	sum, err := Import(context.Background(), st, openSource(t, Location{KindJSONL, dir}), ImportOptions{
+	sum, err := Import(context.Background(), st, openSource(t, corpusAt{dshformat.OpenJSONL, dir}), ImportOptions{
 		NoCheckpoints: true,
 		ReadAhead:     1,
 		Progress: func(done, total int) {
@@ -373,7 +373,7 @@ func TestImportProgressAndNoCheckpoints(t *testing.T) {
 	if n := sum.Imported + sum.Appended + sum.Skipped + sum.Conflicts + sum.Unreadable; len(streamed) != n {
 		t.Fatalf("streamed %d results, summary counts %d", len(streamed), n)
 	}
-	kept, err := Import(context.Background(), openStore(t), openSource(t, Location{KindJSONL, dir}), ImportOptions{NoCheckpoints: true})
+	kept, err := Import(context.Background(), openStore(t), openSource(t, corpusAt{dshformat.OpenJSONL, dir}), ImportOptions{NoCheckpoints: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +398,7 @@ func TestImportCancelled(t *testing.T) {
 	dir, _ := damagedCorpus(t)
 	st := openStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err := Import(ctx, st, openSource(t, Location{KindJSONL, dir}), ImportOptions{
+	_, err := Import(ctx, st, openSource(t, corpusAt{dshformat.OpenJSONL, dir}), ImportOptions{
 		Progress: func(done, _ int) {
 			if done == 2 {
 				cancel()
@@ -408,56 +408,13 @@ func TestImportCancelled(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	sum := importAll(t, st, Location{KindJSONL, dir})
+	sum := importAll(t, st, corpusAt{dshformat.OpenJSONL, dir})
 	// Sessions are handled in id order: c-corrupt, then c-interrupted,
 	// reported (so committed) before the cancellation took effect; the
 	// rest of their batch was committed with them, and the new import
 	// completes whatever was not.
 	if sum.Skipped < 2 || sum.Skipped+sum.Imported != 6 || result(t, sum, "c-interrupted").Outcome != Skipped {
 		t.Fatalf("import after a cancelled one: %+v", sum)
-	}
-}
-
-// Without $DSH_HOME, dsh-home: means ~/.dsh, as for DSH itself.
-func TestParseLocationDefaultHome(t *testing.T) {
-	t.Setenv("DSH_HOME", "")
-	t.Setenv("HOME", "/users/dev")
-	got, err := ParseLocation("dsh-home:")
-	if err != nil || got != (Location{KindDSHHome, "/users/dev/.dsh"}) {
-		t.Fatalf("%+v %v", got, err)
-	}
-}
-
-func TestParseLocation(t *testing.T) {
-	t.Setenv("DSH_HOME", "/env/home")
-	for _, tc := range []struct {
-		in   string
-		want Location
-		err  string
-	}{
-		{in: "jsonl:/a/b", want: Location{KindJSONL, "/a/b"}},
-		{in: "dsh-sqlite:rel/x.db", want: Location{KindDSHSQLite, "rel/x.db"}},
-		{in: "jsonl:c:/win", want: Location{KindJSONL, "c:/win"}},
-		{in: "/a/b", err: "want jsonl:PATH, dsh-sqlite:PATH, dsh-home:[PATH] or dsh:PATH_OR_URL"},
-		{in: "dsh:rel/x.db", want: Location{KindDSH, "rel/x.db"}},
-		{in: "dsh:postgres://u@h/db", want: Location{KindDSH, "postgres://u@h/db"}},
-		{in: "dsh:", err: "empty path"},
-		{in: "sqlite:/x", err: `unknown kind "sqlite"`},
-		{in: "jsonl:", err: "empty path"},
-		{in: "dsh-home:/h", want: Location{KindDSHHome, "/h"}},
-		{in: "dsh-home:", want: Location{KindDSHHome, "/env/home"}},
-		{in: "dsh-home", want: Location{KindDSHHome, "/env/home"}},
-	} {
-		got, err := ParseLocation(tc.in)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: err %v, want %q", tc.in, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || got != tc.want {
-			t.Errorf("%q: %+v, %v", tc.in, got, err)
-		}
 	}
 }
 
@@ -471,7 +428,7 @@ func TestSeedCheckpoints(t *testing.T) {
 	writePlain(t, in, childHeader(tmpl, "a", "p", 1), tmpl.Events)
 	writePlain(t, in, childHeader(tmpl, "b", "p", 2), tmpl.Events)
 	st := openStore(t)
-	if _, err := Import(ctx, st, openSource(t, Location{KindJSONL, in}), ImportOptions{NoCheckpoints: true}); err != nil {
+	if _, err := Import(ctx, st, openSource(t, corpusAt{dshformat.OpenJSONL, in}), ImportOptions{NoCheckpoints: true}); err != nil {
 		t.Fatal(err)
 	}
 	row := `{"subagent": {"ver": 2, "seq": 5, "val": {"identity": {"mode": "continuable", "label": "cached", "seq": 0}}}, "other": {"ver": 1, "seq": 9, "val": [1]}}`
@@ -511,10 +468,10 @@ func TestImportAppendsGrownSession(t *testing.T) {
 	ctx := context.Background()
 	tmpl := template(t)
 	h := childHeader(tmpl, "c", "p", 1_700_000_000_001)
-	rewrite := func(events []session.Event) Location {
+	rewrite := func(events []session.Event) corpusAt {
 		dir := t.TempDir()
 		writePlain(t, dir, h, events)
-		return Location{KindJSONL, dir}
+		return corpusAt{dshformat.OpenJSONL, dir}
 	}
 	st := openStore(t)
 	if r := result(t, importAll(t, st, rewrite(tmpl.Events[:10])), "c"); r.Outcome != Imported || r.Events != 10 {
@@ -569,7 +526,7 @@ func TestImportRefusesEmptyID(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := openStore(t)
-	sum := importAll(t, st, Location{KindJSONL, dir})
+	sum := importAll(t, st, corpusAt{dshformat.OpenJSONL, dir})
 	if sum.Unreadable != 1 || sum.Imported != 0 || len(sum.Results) != 1 {
 		t.Fatalf("summary %+v", sum)
 	}
@@ -605,7 +562,7 @@ func TestImportStoppedStoresWhatItReported(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var reported []string
-	_, err := Import(ctx, st, openSource(t, Location{KindJSONL, dir}), ImportOptions{
+	_, err := Import(ctx, st, openSource(t, corpusAt{dshformat.OpenJSONL, dir}), ImportOptions{
 		OnResult: func(r Result) {
 			reported = append(reported, r.ID)
 			if len(reported) == batchSessions {
@@ -628,7 +585,7 @@ func TestImportStoppedStoresWhatItReported(t *testing.T) {
 	if len(reported) != batchSessions || !slices.Equal(stored, reported) {
 		t.Fatalf("reported %d sessions, stored %d: the store must hold exactly the reported ones", len(reported), len(stored))
 	}
-	sum := importAll(t, st, Location{KindJSONL, dir})
+	sum := importAll(t, st, corpusAt{dshformat.OpenJSONL, dir})
 	if sum.Skipped != batchSessions || sum.Imported != n-batchSessions {
 		t.Fatalf("import again: %d skipped, %d imported; want %d and %d", sum.Skipped, sum.Imported, batchSessions, n-batchSessions)
 	}

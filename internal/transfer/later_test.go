@@ -40,7 +40,7 @@ func TestLaterFormatsRoundTrip(t *testing.T) {
 				writeRaw(t, filepath.Join(in, "--home-dev-later--", laterSessionDir(t, raw), name), stored)
 
 				first := openStore(t)
-				sum := importAll(t, first, Location{KindJSONL, in})
+				sum := importAll(t, first, corpusAt{dshformat.OpenJSONL, in})
 				if sum.Imported != 1 || sum.Failed() {
 					t.Fatalf("import: %+v", sum)
 				}
@@ -73,7 +73,7 @@ func TestLaterFormatsRoundTrip(t *testing.T) {
 				}
 
 				second := openStore(t)
-				if sum := importAll(t, second, Location{KindJSONL, out}); sum.Imported != 1 || sum.Failed() {
+				if sum := importAll(t, second, corpusAt{dshformat.OpenJSONL, out}); sum.Imported != 1 || sum.Failed() {
 					t.Fatalf("second import: %+v", sum)
 				}
 				a, err := first.Audit(ctx, id)

@@ -8,19 +8,20 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
 // oracleSources is every form of an oracle corpus dsh imports.
-func oracleSources(o dshfixtures.Oracle) map[string]Location {
+func oracleSources(o dshfixtures.Oracle) map[string]corpusAt {
 	dir := o.Dir
-	locs := map[string]Location{
-		"sqlite": {KindDSHSQLite, filepath.Join(dir, o.Files.SQLite)},
-		"jsonl":  {KindJSONL, filepath.Join(dir, o.Files.JSONL)},
+	locs := map[string]corpusAt{
+		"sqlite": {dshformat.OpenDSHSQLite, filepath.Join(dir, o.Files.SQLite)},
+		"jsonl":  {dshformat.OpenJSONL, filepath.Join(dir, o.Files.JSONL)},
 	}
 	if o.Files.JSONLPlain != "" {
-		locs["jsonl-plain"] = Location{KindJSONL, filepath.Join(dir, o.Files.JSONLPlain)}
+		locs["jsonl-plain"] = corpusAt{dshformat.OpenJSONL, filepath.Join(dir, o.Files.JSONLPlain)}
 	}
 	return locs
 }

@@ -11,10 +11,6 @@ import (
 	"github.com/dsh-project/dsh/internal/session"
 )
 
-// KindDSH is another dsh database (a SQLite file or a PostgreSQL URL), read
-// through its backend with StoreSource rather than opened by Location.Open.
-const KindDSH Kind = "dsh"
-
 // StoreReader is what an import reads from another dsh database: its
 // headers, its logs as stored and, when the backend keeps them, the foreign
 // formats its sessions were imported from.
