@@ -10,6 +10,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlstore"
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
@@ -30,7 +31,7 @@ type sessionState struct {
 // sees the bookkeeping its predecessor committed.
 func readSessionState(ctx context.Context, q querier, id string, lock bool) (sessionState, error) {
 	var st sessionState
-	query := "SELECT " + headerColumns + ", next_seq, verified, validator_state FROM sessions WHERE id = $1"
+	query := "SELECT " + sqlstore.HeaderColumns + ", next_seq, verified, validator_state FROM sessions WHERE id = $1"
 	if lock {
 		query += " FOR NO KEY UPDATE"
 	}
@@ -113,7 +114,7 @@ func scanLog(ctx context.Context, q querier, id string, lock bool) (*storedLog, 
 	if !st.verified {
 		// A header kept for a session an import refused has no log to
 		// read: it reads as the refusal (dsh never verifies one).
-		refused, err := readRefusal(ctx, q, st.header)
+		refused, err := sqlstore.ReadRefusal(ctx, pgTx{q}, st.header)
 		if err != nil {
 			return nil, err
 		}
@@ -307,7 +308,7 @@ func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []
 	}
 	err := s.view(ctx, func(view *Store) error {
 		q := view.tx
-		rows, err := q.Query(ctx, "SELECT "+headerColumns+` FROM sessions
+		rows, err := q.Query(ctx, "SELECT "+sqlstore.HeaderColumns+` FROM sessions
 			WHERE id = ANY($1::text[]) AND verified
 			AND NOT EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = sessions.id)`, ids)
 		if err != nil {
@@ -486,7 +487,7 @@ func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*backend.Au
 }
 
 func auditStates(ctx context.Context, q querier, ids []string) (map[string]*storedlog.AuditState, error) {
-	rows, err := q.Query(ctx, "SELECT "+headerColumns+`, verified,
+	rows, err := q.Query(ctx, "SELECT "+sqlstore.HeaderColumns+`, verified,
 		EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id) OR EXISTS (SELECT 1 FROM damaged_logs d WHERE d.session_id = s.id)
 			OR EXISTS (SELECT 1 FROM import_refusals r WHERE r.session_id = s.id AND r.listed)
 		FROM sessions s WHERE id = ANY($1::text[])`, ids)

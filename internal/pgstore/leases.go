@@ -11,6 +11,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/sqlstore"
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
@@ -192,7 +193,7 @@ func (s *Store) Leases(ctx context.Context) ([]backend.Lease, error) {
 // tables only, never a log.
 func (s *Store) LiveSessions(ctx context.Context) (map[string]backend.Live, error) {
 	rows, err := s.q().Query(ctx,
-		"SELECT "+qualified("l", leaseColumns)+", "+qualified("s", headerColumns)+
+		"SELECT "+qualified("l", leaseColumns)+", "+qualified("s", sqlstore.HeaderColumns)+
 			" FROM leases l JOIN sessions s ON s.id = l.session_id WHERE l.expires_at > "+serverMillis)
 	if err != nil {
 		return nil, s.storeError(err, "list live sessions")

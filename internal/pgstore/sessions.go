@@ -8,21 +8,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlstore"
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
-
-// headerColumns are the sessions columns that make up a session.Header, in
-// the order headerTargets lists them.
-const headerColumns = "id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset"
 
 // headerTargets scans the header columns straight into h: pgx sets a
 // pointer field to nil for NULL, so absent stays absent.
 func headerTargets(h *session.Header) []any {
 	return []any{&h.ID, &h.Version, &h.CreatedAt, &h.Cwd, &h.ParentSession, &h.SeedLength, &h.Origin, &h.DelegationDepth, &h.AgentPreset}
-}
-
-func headerArgs(h session.Header) []any {
-	return []any{h.ID, h.Version, h.CreatedAt, h.Cwd, h.ParentSession, h.SeedLength, h.Origin, h.DelegationDepth, h.AgentPreset}
 }
 
 // Header implements backend.HeaderReader.
@@ -33,7 +26,7 @@ func (s *Store) Header(ctx context.Context, id string) (session.Header, error) {
 		return session.Header{}, storedlog.NotFound(id)
 	}
 	var h session.Header
-	err := s.q().QueryRow(ctx, "SELECT "+headerColumns+" FROM sessions WHERE id = $1", id).Scan(headerTargets(&h)...)
+	err := s.q().QueryRow(ctx, "SELECT "+sqlstore.HeaderColumns+" FROM sessions WHERE id = $1", id).Scan(headerTargets(&h)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return session.Header{}, storedlog.NotFound(id)
 	}
@@ -46,14 +39,14 @@ func (s *Store) Header(ctx context.Context, id string) (session.Header, error) {
 // ListHeaders implements backend.SessionLister: every header in insertion
 // order (the identity column that stands in for SQLite's rowid).
 func (s *Store) ListHeaders(ctx context.Context, fn func(session.Header) error) error {
-	return s.eachHeader(ctx, fn, "list sessions", "SELECT "+headerColumns+" FROM sessions ORDER BY inserted")
+	return s.eachHeader(ctx, fn, "list sessions", "SELECT "+sqlstore.HeaderColumns+" FROM sessions ORDER BY inserted")
 }
 
 // ChildrenOf implements backend.ChildrenReader from the sessions_by_parent
 // index alone.
 func (s *Store) ChildrenOf(ctx context.Context, parentID string, fn func(session.Header) error) error {
 	return s.eachHeader(ctx, fn, "list children of "+parentID,
-		"SELECT "+headerColumns+" FROM sessions WHERE parent_session = $1 ORDER BY created_at, id", parentID)
+		"SELECT "+sqlstore.HeaderColumns+" FROM sessions WHERE parent_session = $1 ORDER BY created_at, id", parentID)
 }
 
 // SubtreeOf calls fn for every session reachable from root by parent links,
@@ -64,7 +57,7 @@ func (s *Store) SubtreeOf(ctx context.Context, root string, fn func(session.Head
 	return s.eachHeader(ctx, fn, "list descendants of "+root, `WITH RECURSIVE tree(id) AS (
 			SELECT id FROM sessions WHERE parent_session = $1
 			UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_session = t.id)
-		SELECT `+headerColumns+` FROM sessions WHERE id IN (SELECT id FROM tree)`, root)
+		SELECT `+sqlstore.HeaderColumns+` FROM sessions WHERE id IN (SELECT id FROM tree)`, root)
 }
 
 // eachHeader streams a header query to fn. Outside a view a cursor stays
@@ -211,7 +204,7 @@ func (s *Store) eachDistinct(ctx context.Context, selectDistinct, column, what s
 // RootHeaders calls fn for every session without a parentSession (only the
 // subagent-origin ones when subagentOnly is set), in (createdAt, id) order.
 func (s *Store) RootHeaders(ctx context.Context, subagentOnly bool, fn func(session.Header) error) error {
-	query := "SELECT " + headerColumns + " FROM sessions WHERE parent_session IS NULL"
+	query := "SELECT " + sqlstore.HeaderColumns + " FROM sessions WHERE parent_session IS NULL"
 	if subagentOnly {
 		query += " AND origin = 'subagent'"
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/sqlstore"
 )
 
 // DefaultConnectTimeout bounds connecting to the server when the URL sets no
@@ -45,6 +46,9 @@ type querier interface {
 // and Update callbacks are bound to one transaction and valid only inside
 // the callback.
 type Store struct {
+	// Core holds the methods whose SQL both stores share.
+	sqlstore.Core
+
 	pool *pgxpool.Pool
 	// name is the database URL with its password redacted: what messages say.
 	name     string
@@ -116,7 +120,7 @@ func connect(ctx context.Context, dsn string, readOnly bool) (*Store, error) {
 	if err != nil {
 		return nil, connectError(err, name, secrets)
 	}
-	s := &Store{pool: pool, name: name, secrets: secrets, readOnly: readOnly}
+	s := (&Store{pool: pool, name: name, secrets: secrets, readOnly: readOnly}).bind()
 	var encoding string
 	if err := pool.QueryRow(ctx, "SHOW server_encoding").Scan(&encoding); err != nil {
 		pool.Close()
@@ -236,7 +240,7 @@ func (s *Store) view(ctx context.Context, fn func(view *Store) error) error {
 	if err != nil {
 		return s.storeError(err, "begin read")
 	}
-	view := &Store{pool: s.pool, name: s.name, secrets: s.secrets, readOnly: s.readOnly, tx: tx}
+	view := (&Store{pool: s.pool, name: s.name, secrets: s.secrets, readOnly: s.readOnly, tx: tx}).bind()
 	if err := fn(view); err != nil {
 		tx.Rollback(context.WithoutCancel(ctx))
 		return err
@@ -282,7 +286,7 @@ func (s *Store) update(ctx context.Context, fn func(tx *Store) error) error {
 	if err != nil {
 		return s.storeError(err, "begin write")
 	}
-	view := &Store{pool: s.pool, name: s.name, secrets: s.secrets, tx: tx, txWritable: true}
+	view := (&Store{pool: s.pool, name: s.name, secrets: s.secrets, tx: tx, txWritable: true}).bind()
 	if err := fn(view); err != nil {
 		tx.Rollback(context.WithoutCancel(ctx))
 		return err
@@ -308,7 +312,12 @@ func (s *Store) storeError(err error, what string) error {
 		Msg: fmt.Sprintf("%s (%s): %s", what, s.name, scrub(err.Error(), s.secrets))}
 }
 
-var _ backend.Backend = (*Store)(nil)
+// The store is a complete backend, and keeps what an import refused.
+var (
+	_ backend.Backend         = (*Store)(nil)
+	_ backend.RefusalRecorder = (*Store)(nil)
+	_ backend.RefusalReader   = (*Store)(nil)
+)
 
 // View implements backend.Transactor: view with the view as a backend.Store.
 func (s *Store) View(ctx context.Context, fn func(view backend.Store) error) error {

@@ -8,24 +8,9 @@ import (
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlstore"
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
-
-// insertBareHeader inserts the sessions row for h with no bookkeeping yet;
-// an existing id is ErrDuplicate. A concurrent insert of the same id waits
-// for the first to commit and then finds it.
-func insertBareHeader(ctx context.Context, q querier, h session.Header) error {
-	tag, err := q.Exec(ctx, `INSERT INTO sessions (`+headerColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (id) DO NOTHING`, headerArgs(h)...)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return storedlog.Duplicate(h.ID)
-	}
-	return nil
-}
 
 // insertEvents writes events as rows of session id, exactly as given, with
 // one statement: the columns travel as arrays that unnest turns back into
@@ -119,7 +104,7 @@ func (s *Store) CreateSession(ctx context.Context, h session.Header, initial []s
 	}
 	err = s.update(ctx, func(view *Store) error {
 		q := view.tx
-		if err := insertBareHeader(ctx, q, h); err != nil {
+		if err := sqlstore.InsertBareHeader(ctx, pgTx{q}, h); err != nil {
 			return err
 		}
 		if err := insertEvents(ctx, q, h.ID, initial); err != nil {
@@ -252,7 +237,7 @@ func (s *Store) ImportSession(ctx context.Context, h session.Header, events []se
 	var res backend.ImportResult
 	err := s.update(ctx, func(view *Store) error {
 		q := view.tx
-		if err := insertBareHeader(ctx, q, h); err != nil {
+		if err := sqlstore.InsertBareHeader(ctx, pgTx{q}, h); err != nil {
 			return err
 		}
 		if err := insertEvents(ctx, q, h.ID, events); err != nil {
@@ -310,7 +295,7 @@ func (s *Store) ImportDamagedSession(ctx context.Context, h session.Header, pref
 	invalid := storedlog.CorruptRow(h.ID, damage.FromSeq, reason)
 	err := s.update(ctx, func(view *Store) error {
 		q := view.tx
-		if err := insertBareHeader(ctx, q, h); err != nil {
+		if err := sqlstore.InsertBareHeader(ctx, pgTx{q}, h); err != nil {
 			return err
 		}
 		if err := insertEvents(ctx, q, h.ID, prefix); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-project/dsh/internal/jsjson"
 
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlstore"
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
@@ -99,7 +100,7 @@ func (s *Store) AuditEach(ctx context.Context, ids []string, fn func(*backend.Au
 }
 
 func auditStates(ctx context.Context, q Querier, list string) (map[string]*storedlog.AuditState, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+headerColumns+`, verified,
+	rows, err := q.QueryContext(ctx, "SELECT "+sqlstore.HeaderColumns+`, verified,
 		EXISTS (SELECT 1 FROM torn_tails t WHERE t.session_id = s.id) OR EXISTS (SELECT 1 FROM damaged_logs d WHERE d.session_id = s.id)
 			OR EXISTS (SELECT 1 FROM import_refusals r WHERE r.session_id = s.id AND r.listed = 1)
 		FROM sessions s WHERE id IN (SELECT value FROM json_each(?))`, list)
@@ -243,7 +244,7 @@ func (s *Store) eachDistinct(ctx context.Context, selectDistinct, column, what s
 // RootHeaders calls fn for every session without a parentSession (only the
 // subagent-origin ones when subagentOnly is set), in (createdAt, id) order.
 func (s *Store) RootHeaders(ctx context.Context, subagentOnly bool, fn func(session.Header) error) error {
-	query := "SELECT " + headerColumns + " FROM sessions WHERE parent_session IS NULL"
+	query := "SELECT " + sqlstore.HeaderColumns + " FROM sessions WHERE parent_session IS NULL"
 	if subagentOnly {
 		query += " AND origin = 'subagent'"
 	}

@@ -141,7 +141,7 @@ func joinedTypeFilter(types []string) (string, []any) {
 	return "e.type IN (" + strings.Join(params, ", ") + ")", args
 }
 
-// verifiedHeaderColumns and joinedEventColumns are headerColumns and
+// verifiedHeaderColumns and joinedEventColumns are sqlstore.HeaderColumns and
 // eventColumns of sessions s LEFT JOIN events e.
 const (
 	verifiedHeaderColumns = "s.id, s.version, s.created_at, s.cwd, s.parent_session, s.seed_length, s.origin, s.delegation_depth, s.agent_preset"

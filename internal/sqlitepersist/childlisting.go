@@ -10,6 +10,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlstore"
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
@@ -166,9 +167,9 @@ func bySeq(a, b session.Event) int { return cmp.Compare(a.Seq, b.Seq) }
 // column), so no session's table row is read; UNION over whole headers
 // still visits each session once.
 func (s *Store) SubtreeListing(ctx context.Context, root string, fn func(ListedChild) error) error {
-	return s.eachListed(ctx, fn, "list the descendants of a session", `WITH RECURSIVE s(`+headerColumns+`) AS (
-			SELECT `+headerColumns+` FROM sessions WHERE parent_session = ?
-			UNION SELECT `+qualified("t", headerColumns)+` FROM sessions t JOIN s ON t.parent_session = s.id)
+	return s.eachListed(ctx, fn, "list the descendants of a session", `WITH RECURSIVE s(`+sqlstore.HeaderColumns+`) AS (
+			SELECT `+sqlstore.HeaderColumns+` FROM sessions WHERE parent_session = ?
+			UNION SELECT `+qualified("t", sqlstore.HeaderColumns)+` FROM sessions t JOIN s ON t.parent_session = s.id)
 		SELECT `+listedColumns+` FROM s `+listedCheckpoint, root)
 }
 

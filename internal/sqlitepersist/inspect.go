@@ -7,6 +7,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlstore"
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
@@ -35,7 +36,7 @@ func readSessionState(ctx context.Context, q Querier, id string) (sessionState, 
 	var r headerRow
 	var st sessionState
 	var verified int64
-	err := q.QueryRowContext(ctx, "SELECT "+headerColumns+", next_seq, verified, validator_state FROM sessions WHERE id = ?", id).
+	err := q.QueryRowContext(ctx, "SELECT "+sqlstore.HeaderColumns+", next_seq, verified, validator_state FROM sessions WHERE id = ?", id).
 		Scan(append(r.targets(), &st.nextSeq, &verified, &st.validatorState)...)
 	if err == sql.ErrNoRows {
 		return st, storedlog.NotFound(id)
@@ -83,7 +84,7 @@ func scanLog(ctx context.Context, q Querier, id string) (*storedLog, error) {
 	if !st.verified {
 		// A header kept for a session an import refused has no log to
 		// read: it reads as the refusal (dsh never verifies one).
-		refused, err := readRefusal(ctx, q, st.header)
+		refused, err := sqlstore.ReadRefusal(ctx, sqliteTx{q}, st.header)
 		if err != nil {
 			return nil, err
 		}

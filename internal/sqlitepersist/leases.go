@@ -9,6 +9,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/sqlstore"
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
@@ -184,7 +185,7 @@ func (s *Store) Leases(ctx context.Context) ([]backend.Lease, error) {
 // snapshot. It reads the lease and sessions tables only, never a log.
 func (s *Store) LiveSessions(ctx context.Context) (map[string]backend.Live, error) {
 	rows, err := s.Querier().QueryContext(ctx,
-		"SELECT "+qualified("l", leaseColumns)+", "+qualified("s", headerColumns)+
+		"SELECT "+qualified("l", leaseColumns)+", "+qualified("s", sqlstore.HeaderColumns)+
 			" FROM leases l JOIN sessions s ON s.id = l.session_id WHERE l.expires_at > ?",
 		s.now())
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlstore"
 )
 
 func childHeader(id, parent string, createdAt int64, subagent bool) session.Header {
@@ -97,8 +98,8 @@ func TestChildLookupsUseTheirIndexes(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openStore(t)
 	for query, index := range map[string]string{
-		"SELECT " + headerColumns + " FROM sessions WHERE parent_session = ? ORDER BY created_at, id": "COVERING INDEX sessions_by_parent",
-		"SELECT EXISTS (SELECT 1 FROM sessions WHERE parent_session = ? AND origin = 'subagent')":     "sessions_subagent_children",
+		"SELECT " + sqlstore.HeaderColumns + " FROM sessions WHERE parent_session = ? ORDER BY created_at, id": "COVERING INDEX sessions_by_parent",
+		"SELECT EXISTS (SELECT 1 FROM sessions WHERE parent_session = ? AND origin = 'subagent')":              "sessions_subagent_children",
 	} {
 		var plan strings.Builder
 		dumpQuery(t, ctx, s, &plan, "EXPLAIN QUERY PLAN "+query, "p")

@@ -7,16 +7,16 @@ import (
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlstore"
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
-// headerColumns are the sessions columns that make up a session.Header, in
+// sqlstore.HeaderColumns are the sessions columns that make up a session.Header, in
 // the order scanHeader reads them.
-const headerColumns = "id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset"
-
 type rowScanner interface{ Scan(dest ...any) error }
 
-// headerRow holds the nullable header columns while scanning.
+// headerRow holds the nullable header columns (sqlstore.HeaderColumns)
+// while scanning.
 type headerRow struct {
 	h              session.Header
 	cwd, parent    sql.NullString
@@ -55,20 +55,6 @@ func optInt(v sql.NullInt64) *int64 {
 	return &n
 }
 
-func nullString(p *string) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-func nullInt(p *int64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
 func scanHeader(sc rowScanner) (session.Header, error) {
 	var r headerRow
 	if err := sc.Scan(r.targets()...); err != nil {
@@ -87,7 +73,7 @@ func boolInt(b bool) int64 {
 // Header returns the stored header of session id; an unknown id is an error
 // wrapping ErrNotFound.
 func (s *Store) Header(ctx context.Context, id string) (session.Header, error) {
-	h, err := scanHeader(s.Querier().QueryRowContext(ctx, "SELECT "+headerColumns+" FROM sessions WHERE id = ?", id))
+	h, err := scanHeader(s.Querier().QueryRowContext(ctx, "SELECT "+sqlstore.HeaderColumns+" FROM sessions WHERE id = ?", id))
 	if err == sql.ErrNoRows {
 		return session.Header{}, storedlog.NotFound(id)
 	}
@@ -100,7 +86,7 @@ func (s *Store) Header(ctx context.Context, id string) (session.Header, error) {
 // ListHeaders calls fn for every stored header in insertion (rowid) order,
 // one row at a time. An error from fn stops the listing and is returned.
 func (s *Store) ListHeaders(ctx context.Context, fn func(session.Header) error) error {
-	return s.eachHeader(ctx, fn, "list sessions", "SELECT "+headerColumns+" FROM sessions ORDER BY rowid")
+	return s.eachHeader(ctx, fn, "list sessions", "SELECT "+sqlstore.HeaderColumns+" FROM sessions ORDER BY rowid")
 }
 
 // ChildrenOf calls fn for every session whose parentSession is parentID, in
@@ -109,7 +95,7 @@ func (s *Store) ListHeaders(ctx context.Context, fn func(session.Header) error) 
 // the store.
 func (s *Store) ChildrenOf(ctx context.Context, parentID string, fn func(session.Header) error) error {
 	return s.eachHeader(ctx, fn, "list children of "+parentID,
-		"SELECT "+headerColumns+" FROM sessions WHERE parent_session = ? ORDER BY created_at, id", parentID)
+		"SELECT "+sqlstore.HeaderColumns+" FROM sessions WHERE parent_session = ? ORDER BY created_at, id", parentID)
 }
 
 // SubtreeOf calls fn for every session reachable from root by parent links,
@@ -120,7 +106,7 @@ func (s *Store) SubtreeOf(ctx context.Context, root string, fn func(session.Head
 	return s.eachHeader(ctx, fn, "list descendants of "+root, `WITH RECURSIVE tree(id) AS (
 			SELECT id FROM sessions WHERE parent_session = ?
 			UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_session = t.id)
-		SELECT `+headerColumns+` FROM sessions WHERE id IN (SELECT id FROM tree)`, root)
+		SELECT `+sqlstore.HeaderColumns+` FROM sessions WHERE id IN (SELECT id FROM tree)`, root)
 }
 
 func (s *Store) eachHeader(ctx context.Context, fn func(session.Header) error, what, query string, args ...any) error {

@@ -28,6 +28,7 @@ import (
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/sqliteread"
+	"github.com/dsh-project/dsh/internal/sqlstore"
 	"modernc.org/sqlite"
 )
 
@@ -77,6 +78,9 @@ type Querier interface {
 // is safe for concurrent use; the views handed to View and Update
 // callbacks are bound to one transaction and valid only inside the callback.
 type Store struct {
+	// Core holds the methods whose SQL both stores share.
+	sqlstore.Core
+
 	db       *sql.DB
 	path     string
 	readOnly bool
@@ -170,7 +174,7 @@ func openAt(ctx context.Context, abs string, busyMillis int64, o Options) (*Stor
 		return nil, dsherr.Wrap(dsherr.StoreUnavailable, err, "open %s", abs)
 	}
 	db := sql.OpenDB(persistentWAL{connector})
-	s := &Store{db: db, path: abs, clock: o.Clock}
+	s := (&Store{db: db, path: abs, clock: o.Clock}).bind()
 	if err := s.checkPragmas(ctx, map[string]int64{
 		"busy_timeout":   busyMillis,
 		"trusted_schema": 0,
@@ -243,7 +247,7 @@ func OpenReadOnly(ctx context.Context, path string, o Options) (*Store, error) {
 		os.RemoveAll(private)
 		return nil, dsherr.Wrap(dsherr.StoreUnavailable, err, "open %s read-only", abs)
 	}
-	s := &Store{db: db, path: abs, readOnly: true, clock: o.Clock, private: private, immutable: q.Get("immutable") == "1"}
+	s := (&Store{db: db, path: abs, readOnly: true, clock: o.Clock, private: private, immutable: q.Get("immutable") == "1"}).bind()
 	if err := s.checkPragmas(ctx, map[string]int64{
 		"busy_timeout":   busyMillis,
 		"trusted_schema": 0,
@@ -465,8 +469,12 @@ func (s *Store) openError(err error) error {
 	return dsherr.Wrap(dsherr.StoreUnavailable, err, "open %s", s.path)
 }
 
-// The store is a complete backend.
-var _ backend.Backend = (*Store)(nil)
+// The store is a complete backend, and keeps what an import refused.
+var (
+	_ backend.Backend         = (*Store)(nil)
+	_ backend.RefusalRecorder = (*Store)(nil)
+	_ backend.RefusalReader   = (*Store)(nil)
+)
 
 // Close closes the store. Calling it on a transaction view is an error.
 func (s *Store) Close() error {
@@ -519,7 +527,7 @@ func (s *Store) view(ctx context.Context, fn func(view *Store) error) error {
 	if err != nil {
 		return s.storeError(err, "begin read")
 	}
-	view := &Store{db: s.db, path: s.path, readOnly: s.readOnly, tx: tx, clock: s.clock}
+	view := (&Store{db: s.db, path: s.path, readOnly: s.readOnly, tx: tx, clock: s.clock}).bind()
 	if err := fn(view); err != nil {
 		tx.Rollback()
 		return err
@@ -561,7 +569,7 @@ func (s *Store) update(ctx context.Context, fn func(tx *Store) error) error {
 	if err != nil {
 		return s.storeError(err, "begin write")
 	}
-	view := &Store{db: s.db, path: s.path, tx: tx, txWritable: true, stmts: newStmtCache(tx), clock: s.clock}
+	view := (&Store{db: s.db, path: s.path, tx: tx, txWritable: true, stmts: newStmtCache(tx), clock: s.clock}).bind()
 	if err := fn(view); err != nil {
 		tx.Rollback()
 		return err
@@ -607,7 +615,7 @@ func (s *Store) now() int64 { return s.nowTime().UnixMilli() }
 func (s *Store) WithClock(now func() time.Time) *Store {
 	c := *s
 	c.clock = now
-	return &c
+	return c.bind()
 }
 
 // write runs fn atomically on the transaction Update provides.

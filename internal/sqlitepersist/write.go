@@ -9,29 +9,9 @@ import (
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlstore"
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
-
-// insertBareHeader inserts the sessions row for h with no bookkeeping yet
-// (unverified, next_seq 0, revision 0); an existing id is ErrDuplicate.
-func insertBareHeader(ctx context.Context, q Querier, h session.Header) error {
-	res, err := q.ExecContext(ctx, `INSERT INTO sessions (`+headerColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO NOTHING`,
-		h.ID, h.Version, h.CreatedAt, nullString(h.Cwd), nullString(h.ParentSession), nullInt(h.SeedLength),
-		nullString(h.Origin), nullInt(h.DelegationDepth), nullString(h.AgentPreset))
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return storedlog.Duplicate(h.ID)
-	}
-	return nil
-}
 
 // recordVerified stores the validator state after a write that dsh has
 // validated, and counts the write in revision. verified is cleared first so
@@ -100,7 +80,7 @@ func (s *Store) CreateSession(ctx context.Context, h session.Header, initial []s
 		return fmt.Errorf("create session %q: %w", h.ID, err)
 	}
 	err = s.write(ctx, func(q Querier) error {
-		if err := insertBareHeader(ctx, q, h); err != nil {
+		if err := sqlstore.InsertBareHeader(ctx, sqliteTx{q}, h); err != nil {
 			return err
 		}
 		if err := insertEvents(ctx, q, h.ID, initial); err != nil {
@@ -253,7 +233,7 @@ func (s *Store) importSession(ctx context.Context, h session.Header, events []se
 	}
 	var res backend.ImportResult
 	err := s.write(ctx, func(q Querier) error {
-		if err := insertBareHeader(ctx, q, h); err != nil {
+		if err := sqlstore.InsertBareHeader(ctx, sqliteTx{q}, h); err != nil {
 			return err
 		}
 		if err := insertEvents(ctx, q, h.ID, events); err != nil {

@@ -1,0 +1,151 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlstore"
+)
+
+// dialect is PostgreSQL's side of the statements the two stores share
+// (package sqlstore): a set of ids is one text[] parameter, and a header
+// scans straight into its pointer fields.
+var dialect = sqlstore.Dialect{
+	InIDs:         func(column string) string { return column + " = ANY(?::text[])" },
+	IDs:           func(ids []string) any { return ids },
+	NewHeaderScan: func() sqlstore.HeaderScan { return new(headerScan) },
+}
+
+// headerScan scans into one header whose fields it clears after each row:
+// a row's NULL must not keep the previous row's value.
+type headerScan struct {
+	h       session.Header
+	targets []any
+}
+
+func (h *headerScan) Targets() []any {
+	if h.targets == nil {
+		h.targets = headerTargets(&h.h)
+	}
+	return h.targets
+}
+
+func (h *headerScan) Header() session.Header {
+	out := h.h
+	h.h = session.Header{}
+	return out
+}
+
+// bind makes the shared methods (the embedded sqlstore.Core) run on s.
+func (s *Store) bind() *Store {
+	s.Core = sqlstore.NewCore(sharedDB{s}, &dialect)
+	return s
+}
+
+// sharedDB is s as package sqlstore uses it.
+type sharedDB struct{ s *Store }
+
+func (d sharedDB) Q() sqlstore.Tx { return pgTx{d.s.q()} }
+
+func (d sharedDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	return d.s.view(ctx, func(view *Store) error { return fn(pgTx{view.tx}) })
+}
+
+func (d sharedDB) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	return d.s.update(ctx, func(view *Store) error { return fn(pgTx{view.tx}) })
+}
+
+func (d sharedDB) StoreError(err error, what string) error { return d.s.storeError(err, what) }
+
+// pgTx runs the shared statements through pgx: their ? placeholders become
+// $1, $2, … (rebind), and pgx.ErrNoRows is sqlstore.ErrNoRows.
+type pgTx struct{ q querier }
+
+func (t pgTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := t.q.Exec(ctx, rebind(query), args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (t pgTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := t.q.Query(ctx, rebind(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgRows{rows}, nil
+}
+
+func (t pgTx) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return pgRow{t.q.QueryRow(ctx, rebind(query), args...)}
+}
+
+type pgRows struct{ pgx.Rows }
+
+func (r pgRows) Close() error {
+	r.Rows.Close()
+	return nil
+}
+
+type pgRow struct{ pgx.Row }
+
+func (r pgRow) Scan(dest ...any) error {
+	err := r.Row.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sqlstore.ErrNoRows
+	}
+	return err
+}
+
+// rebound caches rebind's results: the shared statements are a few
+// dozen texts, each rewritten once per process.
+var rebound struct {
+	sync.RWMutex
+	m map[string]string
+}
+
+// rebind rewrites query's ? placeholders as $1, $2, …, leaving quoted
+// text and identifiers as they are.
+func rebind(query string) string {
+	rebound.RLock()
+	out, ok := rebound.m[query]
+	rebound.RUnlock()
+	if ok {
+		return out
+	}
+	var b strings.Builder
+	n := 0
+	var quote byte
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '?':
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(c)
+	}
+	out = b.String()
+	rebound.Lock()
+	if rebound.m == nil {
+		rebound.m = make(map[string]string)
+	}
+	rebound.m[query] = out
+	rebound.Unlock()
+	return out
+}

@@ -1,0 +1,78 @@
+package sqlitepersist
+
+import (
+	"context"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
+	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/sqlstore"
+)
+
+// dialect is SQLite's side of the statements the two stores share
+// (package sqlstore): a set of ids is one JSON array parameter that
+// json_each walks, and a header's NULLs scan through sql.Null values.
+var dialect = sqlstore.Dialect{
+	InIDs:         func(column string) string { return column + " IN (SELECT value FROM json_each(?))" },
+	IDs:           func(ids []string) any { return jsjson.StringArray(ids) },
+	NewHeaderScan: func() sqlstore.HeaderScan { return new(headerScan) },
+}
+
+// headerScan is a headerRow whose targets are made once per query.
+type headerScan struct {
+	r       headerRow
+	targets []any
+}
+
+func (h *headerScan) Targets() []any {
+	if h.targets == nil {
+		h.targets = h.r.targets()
+	}
+	return h.targets
+}
+
+func (h *headerScan) Header() session.Header { return h.r.header() }
+
+// bind makes the shared methods (the embedded sqlstore.Core) run on s.
+func (s *Store) bind() *Store {
+	s.Core = sqlstore.NewCore(sharedDB{s}, &dialect)
+	return s
+}
+
+// sharedDB is s as package sqlstore uses it.
+type sharedDB struct{ s *Store }
+
+func (d sharedDB) Q() sqlstore.Tx { return sqliteTx{d.s.Querier()} }
+
+func (d sharedDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	return d.s.read(ctx, func(q Querier) error { return fn(sqliteTx{tracedQuerier{q}}) })
+}
+
+func (d sharedDB) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
+	return d.s.write(ctx, func(q Querier) error { return fn(sqliteTx{tracedQuerier{q}}) })
+}
+
+func (d sharedDB) StoreError(err error, what string) error { return d.s.storeError(err, what) }
+
+// sqliteTx is a Querier as package sqlstore runs statements: database/sql
+// already takes ? placeholders and reports sql.ErrNoRows.
+type sqliteTx struct{ q Querier }
+
+func (t sqliteTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := t.q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (t sqliteTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	rows, err := t.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+func (t sqliteTx) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return t.q.QueryRowContext(ctx, query, args...)
+}

@@ -1,0 +1,101 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// Tx runs the shared statements on a store's database: inside the store's
+// current transaction, or on its pool outside one. Statements are written
+// with ? placeholders; a dialect whose placeholders are numbered ($1)
+// rewrites them (Rebind). Arguments are the Go values both drivers take:
+// string, int64, bool, []byte, a nil-able *string or *int64 for a NULL.
+type Tx interface {
+	// Exec runs a statement and returns how many rows it changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	// QueryRow's Scan returns ErrNoRows when the query returned no row.
+	QueryRow(ctx context.Context, query string, args ...any) Row
+}
+
+// Rows is a query's result set, as *sql.Rows offers it.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}
+
+// Row is one row of a result, as *sql.Row offers it.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// ErrNoRows is what Row.Scan returns for a query without a row: the
+// database/sql sentinel, which a driver with its own maps to.
+var ErrNoRows = sql.ErrNoRows
+
+// DB is what a store gives the shared methods: its statement handle and
+// its transactions, each of which reuses the caller's when the store is a
+// view bound to one.
+type DB interface {
+	// Q is the handle for one statement: the view's transaction, or the
+	// pool.
+	Q() Tx
+	// Read runs fn on one consistent snapshot.
+	Read(ctx context.Context, fn func(Tx) error) error
+	// Write runs fn atomically in one write transaction (a savepoint
+	// inside one).
+	Write(ctx context.Context, fn func(Tx) error) error
+	// StoreError classifies a driver failure (STORE_UNAVAILABLE, naming
+	// the store), leaving cancellation and coded errors as they are.
+	StoreError(err error, what string) error
+}
+
+// Dialect is the SQL the two stores write differently, where a shared
+// method needs it.
+type Dialect struct {
+	// InIDs is the condition "column is one of the ids of one parameter",
+	// IDs(ids): how a set of ids travels as a single parameter (a JSON
+	// array that SQLite's json_each walks, a text[] for PostgreSQL's
+	// = ANY).
+	InIDs func(column string) string
+	IDs   func(ids []string) any
+	// NewHeaderScan returns scan targets for HeaderColumns, reused row
+	// after row of one query.
+	NewHeaderScan func() HeaderScan
+}
+
+// HeaderColumns are the sessions columns that make up a session.Header,
+// in the order HeaderArgs and a HeaderScan's targets list them.
+const HeaderColumns = "id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset"
+
+// HeaderArgs are the values of HeaderColumns for h.
+func HeaderArgs(h session.Header) []any {
+	return []any{h.ID, h.Version, h.CreatedAt, h.Cwd, h.ParentSession, h.SeedLength, h.Origin, h.DelegationDepth, h.AgentPreset}
+}
+
+// HeaderScan scans HeaderColumns the way a driver reads NULLs cheapest.
+type HeaderScan interface {
+	// Targets are the scan destinations, the same slice every call.
+	Targets() []any
+	// Header is the header the last scan read.
+	Header() session.Header
+}
+
+// withTargets is hs's targets followed by more, in a slice of its own.
+func withTargets(hs HeaderScan, more ...any) []any {
+	t := hs.Targets()
+	return append(t[:len(t):len(t)], more...)
+}
+
+// OptInt is v as a nil-able int64.
+func OptInt(v sql.NullInt64) *int64 {
+	if !v.Valid {
+		return nil
+	}
+	n := v.Int64
+	return &n
+}
