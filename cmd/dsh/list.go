@@ -33,6 +33,8 @@ type listOptions struct {
 	filter        listFilter
 	// profile is whose listing rules apply (--dsh-compat).
 	profile dshcompat.Profile
+	// watch keeps the listing current (--watch).
+	watch bool
 }
 
 func newListCmd(a *app) *cobra.Command {
@@ -96,7 +98,25 @@ error with --strict).
 Read-only: the database is never written, and the output is printed only
 once the whole listing has been read.
 
+--watch (-w) keeps the listing current, as kubectl get -w does: it prints
+the listing, then one line per row that another process adds, changes or
+removes (a dsh start, a resume making a child running and then inactive, a
+row leaving the --state/--mode filter), until SIGINT or SIGTERM ends it
+with exit 0. The listing is read again on every change the database
+signals (SQLite: PRAGMA data_version, polled every 100 ms on one
+connection; PostgreSQL: LISTEN/NOTIFY), and when the earliest live lease
+expires (a holder killed outright writes nothing, yet its child is no
+longer running); rows are matched by id. -o jsonl prints every row as an
+event, the first listing as ADDED:
+{"type":"ADDED"|"MODIFIED"|"DELETED","row":{...}}, row being the -o json
+row exactly (for DELETED, as last listed); table, tsv and wide print the
+listing as usual, then each changed row as a line of its type and its
+cells, tab-separated. A --source has no change signal and is refused
+(run the listing again), as are the --expect checks and -o json, agents
+and tree.
+
 ` + exitStatusHelp(
+			exitLine{exitOK, "with --watch: SIGINT or SIGTERM ended the watch"},
 			exitLine{exitFound, "an --expect, --expect-count or --expect-no-diagnostics assertion failed"},
 			exitLine{exitUsage, "with --strict, --dsh-compat 0.1.7 or an --expect check: the parent session does not exist (NOT_FOUND)"},
 			exitLine{exitStore, "with --dsh-compat 0.1.7: DSH 0.1.7 cannot read the parent (INVALID_LOG)"},
@@ -105,13 +125,15 @@ once the whole listing has been read.
   dsh list --parent my-session --scope descendants -o json
   dsh list --parent my-session -o agents
   dsh list --parent my-session --scope descendants -o tree
-  dsh list --parent my-session --state corrupt,unavailable --expect-count 0`,
+  dsh list --parent my-session --state corrupt,unavailable --expect-count 0
+  dsh list --parent my-session --watch -o jsonl`,
 		Args: exactArgs(),
 	}
 	cmd.Flags().StringVar(&opts.parent, "parent", "", "the session whose subagent children to list (required)")
 	cmd.Flags().StringVar(&opts.scopeName, "scope", corpus.ScopeChildren.String(), "children (direct children) or descendants (the whole tree below the parent)")
 	cmd.Flags().IntVar(&opts.coldConcurrency, "cold-concurrency", 0, "how many child logs to read at once (default: config coldConcurrency, 4)")
 	cmd.Flags().BoolVar(&opts.strict, "strict", false, "fail with NOT_FOUND (exit 2) when the parent session does not exist, or a --source holds no session")
+	cmd.Flags().BoolVarP(&opts.watch, "watch", "w", false, "print the listing, then one line per row that changes (ADDED, MODIFIED, DELETED) until SIGINT or SIGTERM (exit 0); -o table, tsv, wide or jsonl; not with --source or --expect")
 	cmd.Flags().BoolVar(&opts.allowMissingParent, "allow-missing-parent", false, "let the --expect checks judge DSH's empty answer when the parent does not exist (default: NOT_FOUND, exit 2)")
 	opts.expect.addFlags(cmd)
 	opts.filter.addFlags(cmd)
@@ -156,6 +178,12 @@ once the whole listing has been read.
 		}
 		if opts.profile, err = a.profile(); err != nil {
 			return err
+		}
+		if opts.watch {
+			if err := checkWatch(src, opts, p); err != nil {
+				return err
+			}
+			return runListWatch(cmd.Context(), a, src, p, opts, scope)
 		}
 		if cmd.Flags().Changed("source") {
 			// Reading a foreign corpus in place can take a while; the

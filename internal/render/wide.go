@@ -28,15 +28,20 @@ func (p *Printer) WideListing(rows []subagent.Row, scope corpus.Scope, holders m
 	cols := wideColumns(scope)
 	l := NewList(&table, cols)
 	for _, r := range rows {
-		item := heldRow{Row: r}
-		if h, ok := holders[r.ID]; ok && r.Kind == subagent.KindChild && r.Activity == subagent.ActivityRunning {
-			item.holder = &h
-		}
-		if err := l.Add(item); err != nil {
+		if err := l.Add(heldBy(r, holders)); err != nil {
 			return err
 		}
 	}
 	return l.Close()
+}
+
+// heldBy is r with its holder when r is a running child.
+func heldBy(r subagent.Row, holders map[string]leases.Row) heldRow {
+	item := heldRow{Row: r}
+	if h, ok := holders[r.ID]; ok && r.Kind == subagent.KindChild && r.Activity == subagent.ActivityRunning {
+		item.holder = &h
+	}
+	return item
 }
 
 func wideColumns(scope corpus.Scope) []Column[heldRow] {
