@@ -111,9 +111,10 @@ event, the first listing as ADDED:
 {"type":"ADDED"|"MODIFIED"|"DELETED","row":{...}}, row being the -o json
 row exactly (for DELETED, as last listed); table, tsv and wide print the
 listing as usual, then each changed row as a line of its type and its
-cells, tab-separated. A --source has no change signal and is refused
-(run the listing again), as are the --expect checks and -o json, agents
-and tree.
+cells, tab-separated. DSH's own corpora (--source jsonl:, dsh-sqlite:,
+dsh-home:) have no change signal and are refused (run the listing again);
+--source dsh: is a dsh database, watched as --db is. The --expect checks
+and -o json, agents and tree are refused too.
 
 ` + exitStatusHelp(
 			exitLine{exitOK, "with --watch: SIGINT or SIGTERM ended the watch"},
@@ -133,7 +134,7 @@ and tree.
 	cmd.Flags().StringVar(&opts.scopeName, "scope", corpus.ScopeChildren.String(), "children (direct children) or descendants (the whole tree below the parent)")
 	cmd.Flags().IntVar(&opts.coldConcurrency, "cold-concurrency", 0, "how many child logs to read at once (default: config coldConcurrency, 4)")
 	cmd.Flags().BoolVar(&opts.strict, "strict", false, "fail with NOT_FOUND (exit 2) when the parent session does not exist, or a --source holds no session")
-	cmd.Flags().BoolVarP(&opts.watch, "watch", "w", false, "print the listing, then one line per row that changes (ADDED, MODIFIED, DELETED) until SIGINT or SIGTERM (exit 0); -o table, tsv, wide or jsonl; not with --source or --expect")
+	cmd.Flags().BoolVarP(&opts.watch, "watch", "w", false, "print the listing, then one line per row that changes (ADDED, MODIFIED, DELETED) until SIGINT or SIGTERM (exit 0); -o table, tsv, wide or jsonl; a dsh database only (--db, --source dsh:); not with --expect")
 	cmd.Flags().BoolVar(&opts.allowMissingParent, "allow-missing-parent", false, "let the --expect checks judge DSH's empty answer when the parent does not exist (default: NOT_FOUND, exit 2)")
 	opts.expect.addFlags(cmd)
 	opts.filter.addFlags(cmd)
@@ -180,7 +181,7 @@ and tree.
 			return err
 		}
 		if opts.watch {
-			if err := checkWatch(src, opts, p); err != nil {
+			if err := checkWatch(opts, p); err != nil {
 				return err
 			}
 			return runListWatch(cmd.Context(), a, src, p, opts, scope)

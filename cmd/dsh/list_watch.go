@@ -13,15 +13,11 @@ import (
 	"github.com/dsh-project/dsh/internal/watch"
 )
 
-// checkWatch refuses what a watch cannot do: read a --source again (a
-// foreign corpus has no change signal, and reading a tree of files over
-// and over is not what a user asked for), end with an --expect verdict, or
-// print a format that is not one line per row.
-func checkWatch(src *sourceFlags, opts listOptions, p *render.Printer) error {
-	switch {
-	case src.cmd.Flags().Changed("source"):
-		return dsherr.New(dsherr.Usage, "--watch follows the database's change signal and a --source has none: run dsh list --source again to read it again")
-	case opts.expect.given():
+// checkWatch refuses what a watch cannot do: end with an --expect verdict,
+// or print a format that is not one line per row. (A corpus without a
+// change signal is refused once opened.)
+func checkWatch(opts listOptions, p *render.Printer) error {
+	if opts.expect.given() {
 		return dsherr.New(dsherr.Usage, "--watch cannot be combined with --expect, --expect-count or --expect-no-diagnostics: a watch never ends with a verdict")
 	}
 	switch p.Format() {
@@ -39,30 +35,33 @@ func runListWatch(ctx context.Context, a *app, src *sourceFlags, p *render.Print
 	if err != nil {
 		return endOfWatch(ctx, err)
 	}
-	defer r.done(&err)
-	signal, ok := r.corpus.(backend.ChangeNotifier)
+	defer closeCorpus(r, &err)
+	// Every dsh database has the signal (a --db, or a --source dsh:);
+	// DSH's own corpora (files read once) have none, and reading a tree
+	// of files over and over is not what a watch promises.
+	signal, ok := r.Reader.(backend.ChangeNotifier)
 	if !ok {
-		return dsherr.New(dsherr.Internal, "the database %T has no change signal", r.corpus)
+		return dsherr.New(dsherr.Usage, "--watch follows a dsh database's change signal and --source %s has none: run dsh list --source again to read it again", r.Spec)
 	}
-	_, herr := r.corpus.Header(ctx, opts.parent)
+	_, herr := r.Reader.Header(ctx, opts.parent)
 	if herr != nil && opts.strict {
-		return r.lookupError(opts.parent, herr)
+		return r.LookupError(opts.parent, herr)
 	}
 	if errors.Is(herr, backend.ErrNotFound) {
 		// It may yet be created: the watch goes on.
-		a.warn(r.lookupError(opts.parent, herr).Error() + ": listed as empty, as DSH does; watching for it")
+		a.warn(r.LookupError(opts.parent, herr).Error() + ": listed as empty, as DSH does; watching for it")
 	}
 	w := watch.Watcher{
 		Signal: signal,
 		Read: func(ctx context.Context) (watch.Snapshot, error) {
 			// A new lister each time: nothing read before is trusted.
-			l := r.lister(opts.coldConcurrency)
+			l := r.Lister(opts.coldConcurrency)
 			l.Profile = opts.profile
 			listing, err := report.List(ctx, l, opts.parent, scope)
 			if err != nil {
 				return watch.Snapshot{}, err
 			}
-			t, err := leases.Read(ctx, r.corpus, nil)
+			t, err := leases.Read(ctx, r.Reader, nil)
 			if err != nil {
 				return watch.Snapshot{}, err
 			}
