@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-project/dsh/internal/debuglog"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/location"
 	"github.com/dsh-project/dsh/internal/render"
 )
 
@@ -138,7 +139,7 @@ resumes, lists and diagnoses subagent children the way DSH does, offline.
 		return &dsherr.Error{Code: dsherr.Usage, Msg: err.Error(), Err: err}
 	})
 	pf := root.PersistentFlags()
-	pf.String("db", "", "database file (env DSH_DB; default $XDG_DATA_HOME/dsh/dsh.db)")
+	pf.String("db", "", "`DB` is the database (env DSH_DB; default $XDG_DATA_HOME/dsh/dsh.db): "+location.DBHelp())
 	pf.String("config", "", "config file (env DSH_CONFIG; default $XDG_CONFIG_HOME/dsh/config.yaml)")
 	pf.Bool("no-color", false, "never colour output (env DSH_NO_COLOR or NO_COLOR)")
 	pf.Bool("debug", false, "log what dsh does (statements, timings, leases, listing rungs) on stderr (env DSH_DEBUG=1)")

@@ -33,16 +33,16 @@ const dshName = "dsh"
 // database as a source.
 var (
 	postgresURLScheme = &Scheme{
-		Name: "postgres", Use: DBUse, Arg: "postgres://…",
-		Help:  "a PostgreSQL catalog by URL (postgres: or postgresql:)",
+		Name: "postgres", Use: DBUse, Arg: "postgres://USER@HOST/DB",
+		Help:  "a PostgreSQL catalog; postgresql:// too",
 		match: pgstore.IsURL,
 		parse: keep,
 		store: openPostgres,
 		open:  openDB,
 	}
 	postgresKeywordScheme = &Scheme{
-		Name: "postgres-keyword", Use: DBUse, Arg: "host=… dbname=…",
-		Help:  "a PostgreSQL catalog by libpq keyword/value string",
+		Name: "postgres-keyword", Use: DBUse, Arg: "host=HOST dbname=DB",
+		Help:  "a PostgreSQL catalog as a libpq keyword/value string",
 		match: pgstore.IsConnString,
 		parse: keep,
 		store: openPostgres,
@@ -50,7 +50,7 @@ var (
 	}
 	sqliteScheme = &Scheme{
 		Name: "sqlite", Use: DBUse, Arg: "PATH",
-		Help:  "dsh's SQLite database file (~/ is the home directory)",
+		Help:  "dsh's SQLite file; ~/ is the home directory",
 		match: func(string) bool { return true },
 		parse: absPath,
 		store: openSQLite,

@@ -203,6 +203,16 @@ func SourceHelp() string {
 	return orList(forms)
 }
 
+// DBHelp describes every --db form, each with what it names, in the order
+// a value is recognised (anything else is a SQLite path).
+func DBHelp() string {
+	var forms []string
+	for _, s := range Schemes(DBUse) {
+		forms = append(forms, s.Form()+" ("+s.Help+")")
+	}
+	return orList(forms)
+}
+
 // CachePrefixes lists the prefixes of the sources --source-cache applies
 // to: "jsonl:, dsh-sqlite: or dsh-home:".
 func CachePrefixes() string {

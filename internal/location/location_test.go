@@ -106,6 +106,11 @@ func TestUsageTextsFollowTheRegistry(t *testing.T) {
 	if got, want := CachePrefixes(), "jsonl:, dsh-sqlite: or dsh-home:"; got != want {
 		t.Errorf("CachePrefixes() = %q, want %q", got, want)
 	}
+	for _, s := range Schemes(DBUse) {
+		if !strings.Contains(DBHelp(), s.Form()+" ("+s.Help+")") {
+			t.Errorf("DBHelp() %q leaves out %s", DBHelp(), s.Name)
+		}
+	}
 	_, err := ParseSource("sqlite:x.db")
 	if want := `source "sqlite:x.db": unknown kind "sqlite" (want jsonl, dsh-sqlite, dsh-home or dsh)`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("unknown kind: %v, want %q", err, want)
