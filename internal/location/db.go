@@ -136,7 +136,8 @@ func parseDSH(arg string) (string, error) {
 	return arg, nil
 }
 
-// dbForm is the --db form of a dsh: source's argument.
+// dbForm is the --db form of a value (or of a dsh: source's argument): the
+// first that recognises it; sqlite recognises anything.
 func dbForm(arg string) *Scheme {
 	for _, sc := range Schemes(DBUse) {
 		if sc.match(arg) {

@@ -161,17 +161,12 @@ func ParseSource(s string) (Spec, error) {
 // SQLite path is made absolute ("~/" is the user's home); a PostgreSQL
 // connection string is kept as written.
 func ParseDB(s string) (Spec, error) {
-	for _, sc := range Schemes(DBUse) {
-		if !sc.match(s) {
-			continue
-		}
-		arg, err := sc.parse(s)
-		if err != nil {
-			return Spec{}, err
-		}
-		return Spec{Scheme: sc.Name, Arg: arg, use: DBUse}, nil
+	sc := dbForm(s)
+	arg, err := sc.parse(s)
+	if err != nil {
+		return Spec{}, err
 	}
-	return Spec{}, dsherr.New(dsherr.Internal, "--db %q: no form matches (sqlite matches every value)", s)
+	return Spec{Scheme: sc.Name, Arg: arg, use: DBUse}, nil
 }
 
 // SourceForms lists the source forms for messages and usage texts:
