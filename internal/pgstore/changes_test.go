@@ -62,3 +62,44 @@ func TestWatchChangesRefusesCatalogWithoutTriggers(t *testing.T) {
 	err = s.WatchChanges(ctx, func() { t.Error("notify called on a catalog without triggers") })
 	wantStoreError(t, err, nil, "change notifications need version", "run dsh init")
 }
+
+// Two catalogs in two schemas of one database share the channel: a watcher
+// of one is not woken by a write to the other.
+func TestWatchChangesIgnoresAnotherSchema(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	url := pgtest.NewDatabase(t)
+	pgtest.Exec(t, url, "CREATE SCHEMA other")
+	mine := openT(t, url)
+	theirs := openT(t, url+"&search_path=other")
+	wakes := make(chan struct{}, 16)
+	done := make(chan error, 1)
+	go func() { done <- mine.WatchChanges(ctx, func() { wakes <- struct{}{} }) }()
+	select {
+	case <-wakes:
+	case err := <-done:
+		t.Fatalf("WatchChanges returned %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no call once the watch was in place")
+	}
+	if err := theirs.CreateSession(ctx, session.Header{ID: "elsewhere", CreatedAt: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wakes:
+		t.Fatal("a write to the catalog in schema other woke the watcher of public")
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := mine.CreateSession(ctx, session.Header{ID: "here", CreatedAt: 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wakes:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a write to the watched catalog did not wake its watcher")
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("WatchChanges after cancel = %v", err)
+	}
+}
