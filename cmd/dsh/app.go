@@ -40,6 +40,7 @@ var commands = []func(*app) *cobra.Command{
 	newLeaseCmd,
 	newImportCmd,
 	newExportCmd,
+	newServeCmd,
 }
 
 // app is what every command runs with: the process's streams and the

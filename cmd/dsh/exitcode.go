@@ -7,11 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/report"
-	"github.com/dsh-project/dsh/internal/session"
 )
 
 // Exit statuses (design README, "Exit codes"). Like diff and grep: 1 means
@@ -53,29 +51,9 @@ func classify(err error, started bool) (dsherr.Code, int) {
 	if err == nil {
 		return "", exitOK
 	}
-	// Cancellation wins over whatever the interrupted layer wrapped it in.
-	if errors.Is(err, context.Canceled) {
-		return dsherr.Cancelled, exitCancelled
-	}
-	if errors.Is(err, backend.ErrNoDatabase) {
-		return dsherr.StoreUnavailable, exitStore
-	}
-	code := dsherr.CodeOf(err)
-	var ve *session.ValidationError
-	switch {
-	case code != "":
-	case errors.Is(err, backend.ErrNotFound):
-		code = dsherr.NotFound
-	case errors.Is(err, backend.ErrDuplicate):
-		code = dsherr.AlreadyExists
-	case errors.As(err, &ve):
-		code = dsherr.InvalidLog
-	case errors.Is(err, backend.ErrCorrupt):
-		code = dsherr.StoreUnavailable
-	case !started:
+	code := report.ErrorCode(err)
+	if code == dsherr.Internal && dsherr.CodeOf(err) == "" && !started {
 		code = dsherr.Usage
-	default:
-		code = dsherr.Internal
 	}
 	status, ok := exitCodes[code]
 	if !ok {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -36,7 +34,7 @@ are reported after the header, not repaired. Read-only.
 		if err != nil {
 			return err
 		}
-		return p.Record(v, sessionFields(v))
+		return p.Record(v, v.Fields())
 	}
 	return cmd
 }
@@ -57,59 +55,4 @@ func showSession(ctx context.Context, a *app, src *sourceFlags, id string) (v re
 		return err
 	})
 	return v, r.LookupError(id, err)
-}
-
-// sessionFields is the human form of v: every header field (absent ones as
-// "-", which DSH distinguishes from zero), then the log summary.
-func sessionFields(v report.Session) []render.Field {
-	h := v.Header
-	orDash := func(s string) string {
-		if s == "" {
-			return "-"
-		}
-		return s
-	}
-	fs := []render.Field{
-		{Name: "id", Value: h.ID},
-		{Name: "version", Value: strconv.FormatInt(h.Version, 10)},
-		{Name: "createdAt", Value: fmt.Sprintf("%s (%d)", formatMillis(h.CreatedAt), h.CreatedAt)},
-		{Name: "cwd", Value: orDash(optString(h.Cwd))},
-		{Name: "parentSession", Value: orDash(optString(h.ParentSession))},
-		{Name: "seedLength", Value: orDash(optInt(h.SeedLength))},
-		{Name: "origin", Value: orDash(optString(h.Origin))},
-		{Name: "delegationDepth", Value: orDash(optInt(h.DelegationDepth))},
-		{Name: "agentPreset", Value: orDash(optString(h.AgentPreset))},
-	}
-	if v.SourceFormat != "" {
-		fs = append(fs, render.Field{Name: "sourceFormat", Value: v.SourceFormat})
-	}
-	if v.Invalid != nil {
-		where := "header"
-		if v.Invalid.Seq >= 0 {
-			where = "seq " + strconv.FormatInt(v.Invalid.Seq, 10)
-		}
-		return append(fs, render.Field{Name: "invalid", Value: fmt.Sprintf("%s: %s: %s", where, v.Invalid.Rule, v.Invalid.Message)})
-	}
-	if v.Unreadable != nil {
-		return append(fs, render.Field{Name: "unreadable", Value: fmt.Sprintf("seq %d: %s", v.Unreadable.Seq, v.Unreadable.Reason)})
-	}
-	log := v.Log
-	last := "-"
-	if log.Last != nil {
-		last = fmt.Sprintf("%d %s", log.Last.Seq, log.Last.Type)
-	}
-	open := "no"
-	if log.OpenTurn {
-		open = "yes"
-	}
-	fs = append(fs,
-		render.Field{Name: "events", Value: itoa(log.Events)},
-		render.Field{Name: "turns", Value: itoa(log.Turns)},
-		render.Field{Name: "openTurn", Value: open},
-		render.Field{Name: "lastEvent", Value: last},
-	)
-	if log.TornTail != nil {
-		fs = append(fs, render.Field{Name: "tornTail", Value: fmt.Sprintf("from seq %d: %s", log.TornTail.FromSeq, log.TornTail.Reason)})
-	}
-	return fs
 }

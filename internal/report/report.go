@@ -6,6 +6,10 @@
 package report
 
 import (
+	"context"
+	"errors"
+
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/session"
 )
@@ -54,4 +58,32 @@ type ErrorBody struct {
 // NewError is the document for one failure.
 func NewError(code dsherr.Code, msg string) ErrorDoc {
 	return ErrorDoc{Error: ErrorBody{Code: string(code), Message: msg}}
+}
+
+// ErrorCode is the stable code err is reported with: cancellation first
+// (whatever the interrupted layer wrapped it in), then the outermost coded
+// error, then what the backend's sentinels and DSH's validation mean;
+// INTERNAL for anything else.
+func ErrorCode(err error) dsherr.Code {
+	if errors.Is(err, context.Canceled) {
+		return dsherr.Cancelled
+	}
+	if errors.Is(err, backend.ErrNoDatabase) {
+		return dsherr.StoreUnavailable
+	}
+	if code := dsherr.CodeOf(err); code != "" {
+		return code
+	}
+	var ve *session.ValidationError
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		return dsherr.NotFound
+	case errors.Is(err, backend.ErrDuplicate):
+		return dsherr.AlreadyExists
+	case errors.As(err, &ve):
+		return dsherr.InvalidLog
+	case errors.Is(err, backend.ErrCorrupt):
+		return dsherr.StoreUnavailable
+	}
+	return dsherr.Internal
 }

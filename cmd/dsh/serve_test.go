@@ -1,0 +1,585 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/location"
+	"github.com/dsh-project/dsh/internal/pgtest"
+)
+
+// served is a dsh serve running in-process for a test.
+type served struct {
+	url  string
+	stop func() (code int, stderr string)
+}
+
+// startServe runs `dsh serve --listen 127.0.0.1:0 args…` in-process until
+// the test ends (or stop is called) and returns the address it printed.
+func startServe(t *testing.T, args ...string) served {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		code := run(ctx, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...), strings.NewReader(""), pw, &stderr, time.Now)
+		pw.Close()
+		done <- code
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	go io.Copy(io.Discard, pr)
+	if err != nil {
+		cancel()
+		t.Fatalf("dsh serve printed no address (exit %d): %s", <-done, stderr.String())
+	}
+	stopped := false
+	var code int
+	stop := func() (int, string) {
+		if !stopped {
+			stopped = true
+			cancel()
+			code = <-done
+		}
+		return code, stderr.String()
+	}
+	t.Cleanup(func() { stop() })
+	return served{url: strings.TrimSpace(line), stop: stop}
+}
+
+// get fetches path from the server and returns the status and body.
+func (s served) get(t *testing.T, path string, header ...string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(s.url, "/")+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
+		req.Header.Set(header[i], header[i+1])
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
+}
+
+// serveCorpus fills the database with the demo catalog, a nested tree and
+// children whose ids and labels are hostile to a page (markup, quotes,
+// bidirectional controls).
+func serveCorpus(t *testing.T) {
+	t.Helper()
+	if _, stderr, code := runDsh(t, "demo"); code != 0 {
+		t.Fatalf("demo: exit %d: %s", code, stderr)
+	}
+	for _, args := range [][]string{
+		{"start", "--parent", "demo-parent", "--id", "tree-a", "--label", "level one", "--message", "a"},
+		{"start", "--parent", "tree-a", "--id", "tree-b", "--label", "level two", "--message", "b", "--max-depth", "5"},
+		{"start", "--parent", "tree-b", "--id", "tree-c", "--label", "level three", "--message", "c", "--max-depth", "5"},
+		{"start", "--parent", "demo-parent", "--id", `<script>window.pwned=1</script>`, "--label", `<img src=x onerror="window.pwned=1">`, "--message", "x"},
+		{"start", "--parent", "demo-parent", "--id", "quote\"'&amp;", "--label", "bidi \u202eevil\u202c text", "--message", "y", "--mode", "one-shot"},
+	} {
+		if _, stderr, code := runDsh(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+}
+
+// serveProfiles are the --dsh-compat profiles every API answer is checked
+// under.
+var serveProfiles = []string{"seeds", "0.1.0-rc.8", "0.1.7"}
+
+// serveBackends are the stores the API is checked on: SQLite, and
+// PostgreSQL when a server answers (required under CI).
+func serveBackends(t *testing.T) map[string]func(t *testing.T) string {
+	backends := map[string]func(t *testing.T) string{
+		"sqlite": func(t *testing.T) string { return filepath.Join(t.TempDir(), "dsh.db") },
+	}
+	if _, err := pgtest.Probe(); err == nil || pgtest.Required() {
+		backends["postgres"] = func(t *testing.T) string { return pgtest.NewDatabase(t) }
+	}
+	return backends
+}
+
+// TestServeAPIMatchesCLI checks every endpoint of the JSON API against the
+// CLI's -o json for the same corpus, byte for byte, on each backend and
+// under each profile: the objects are built by the same code.
+func TestServeAPIMatchesCLI(t *testing.T) {
+	for name, newDB := range serveBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			isolateEnv(t)
+			t.Setenv("DSH_DB", newDB(t))
+			serveCorpus(t)
+			ids := sessionIDs(t)
+			for _, profile := range serveProfiles {
+				t.Run(profile, func(t *testing.T) {
+					t.Setenv("DSH_COMPAT", profile)
+					s := startServe(t)
+					checkAPI(t, s, ids)
+				})
+			}
+		})
+	}
+}
+
+// sessionIDs lists every session's id, as session ls prints them.
+func sessionIDs(t *testing.T) []string {
+	t.Helper()
+	out, stderr, code := runDsh(t, "session", "ls", "-o", "jsonl")
+	if code != 0 {
+		t.Fatalf("session ls: exit %d: %s", code, stderr)
+	}
+	var ids []string
+	for l := range strings.Lines(out) {
+		var h struct{ ID string }
+		if err := json.Unmarshal([]byte(l), &h); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, h.ID)
+	}
+	if len(ids) < 10 {
+		t.Fatalf("only %d sessions: %s", len(ids), out)
+	}
+	return ids
+}
+
+// cli runs dsh and returns its stdout, which a failing check (exit 1)
+// still prints in full.
+func cli(t *testing.T, args ...string) string {
+	t.Helper()
+	out, stderr, code := runDsh(t, args...)
+	if code != 0 && code != exitFound && !strings.Contains(out, `{"error":`) {
+		t.Fatalf("dsh %v: exit %d: %s", args, code, stderr)
+	}
+	return out
+}
+
+func checkAPI(t *testing.T, s served, ids []string) {
+	same := func(what string, status int, got []byte, want string) {
+		t.Helper()
+		if status != http.StatusOK {
+			t.Errorf("%s: status %d: %s", what, status, got)
+		}
+		if string(got) != want {
+			t.Errorf("%s:\n got %s\nwant %s", what, got, want)
+		}
+	}
+	status, _, body := s.get(t, "/api/v1/version")
+	same("version", status, body, cli(t, "version", "-o", "json"))
+	status, _, body = s.get(t, "/api/v1/leases")
+	same("leases", status, body, cli(t, "lease", "ls", "-o", "json"))
+	status, _, body = s.get(t, "/api/v1/leases?parent=demo-parent")
+	same("leases of demo-parent", status, body, cli(t, "lease", "ls", "--parent", "demo-parent", "-o", "json"))
+
+	for _, id := range ids {
+		esc := url.PathEscape(id)
+		status, _, body = s.get(t, "/api/v1/sessions/"+esc)
+		same("session "+id, status, body, cli(t, "session", "show", id, "-o", "json"))
+		for _, q := range []struct {
+			query string
+			args  []string
+		}{
+			{"", nil},
+			{"?scope=descendants", []string{"--scope", "descendants"}},
+			{"?scope=descendants&state=inactive,corrupt", []string{"--scope", "descendants", "--state", "inactive,corrupt"}},
+			{"?mode=one-shot&state=inactive", []string{"--mode", "one-shot", "--state", "inactive"}},
+		} {
+			want, _, code := runDsh(t, append([]string{"list", "--parent", id, "-o", "json"}, q.args...)...)
+			status, _, body = s.get(t, "/api/v1/sessions/"+esc+"/children"+q.query)
+			if code != 0 {
+				// The CLI's error document, with the matching status.
+				if string(body) != want || status < 400 {
+					t.Errorf("children %s%s: status %d %s, CLI exit %d %s", id, q.query, status, body, code, want)
+				}
+				continue
+			}
+			same("children "+id+q.query, status, body, want)
+		}
+	}
+	// Paged: the pages' rows are the listing's, in order.
+	want := cli(t, "list", "--parent", "demo-parent", "--scope", "descendants", "-o", "json")
+	var all []json.RawMessage
+	next := "/api/v1/sessions/demo-parent/children?scope=descendants&limit=2"
+	pages := 0
+	for next != "" {
+		status, h, body := s.get(t, next)
+		if status != http.StatusOK {
+			t.Fatalf("%s: %d %s", next, status, body)
+		}
+		var page []json.RawMessage
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatal(err)
+		}
+		if len(page) > 2 {
+			t.Errorf("%s: %d rows on a page of 2", next, len(page))
+		}
+		all = append(all, page...)
+		next = ""
+		if link := h.Get("Link"); link != "" {
+			next = strings.TrimPrefix(strings.SplitN(link, ">", 2)[0], "<")
+		}
+		pages++
+	}
+	if got := joinRaw(all); got != want {
+		t.Errorf("paged descendants (%d pages):\n got %s\nwant %s", pages, got, want)
+	}
+	if pages < 4 {
+		t.Errorf("descendants came in %d pages of 2", pages)
+	}
+
+	for _, q := range []struct {
+		query string
+		args  []string
+	}{
+		{"", nil},
+		{"?parent=demo-parent", []string{"--parent", "demo-parent"}},
+		{"?parent=demo-parent&scope=descendants", []string{"--parent", "demo-parent", "--scope", "descendants"}},
+		{"?all=1", []string{"--all"}},
+		{"?id=demo-broken&id=tree-c", []string{"demo-broken", "tree-c"}},
+	} {
+		status, _, body = s.get(t, "/api/v1/diagnose"+q.query)
+		same("diagnose"+q.query, status, body, cli(t, append([]string{"diagnose", "--quiet", "-o", "json"}, q.args...)...))
+	}
+
+	// Root sessions: session ls's objects, every one without a parent.
+	lines := map[string]string{}
+	for l := range strings.Lines(cli(t, "session", "ls", "-o", "jsonl")) {
+		var h struct {
+			ID     string
+			Parent *string `json:"parentSession"`
+		}
+		if err := json.Unmarshal([]byte(l), &h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Parent == nil {
+			lines[h.ID] = strings.TrimSuffix(l, "\n")
+		}
+	}
+	status, _, body = s.get(t, "/api/v1/sessions")
+	var roots []json.RawMessage
+	if err := json.Unmarshal(body, &roots); err != nil || status != http.StatusOK {
+		t.Fatalf("sessions: %d %s %v", status, body, err)
+	}
+	if len(roots) != len(lines) {
+		t.Errorf("sessions: %d roots, session ls has %d", len(roots), len(lines))
+	}
+	for _, r := range roots {
+		var h struct{ ID string }
+		_ = json.Unmarshal(r, &h)
+		if lines[h.ID] != string(r) {
+			t.Errorf("root %s: %s, session ls: %s", h.ID, r, lines[h.ID])
+		}
+	}
+
+	// Errors: the CLI's document and code, with an HTTP status.
+	for _, c := range []struct {
+		path   string
+		args   []string
+		status int
+	}{
+		{"/api/v1/sessions/no-such-session", []string{"session", "show", "no-such-session", "-o", "json"}, http.StatusNotFound},
+		{"/api/v1/diagnose?parent=no-such-session", []string{"diagnose", "--quiet", "--parent", "no-such-session", "-o", "json"}, http.StatusNotFound},
+	} {
+		status, h, body := s.get(t, c.path)
+		want, _, _ := runDsh(t, c.args...)
+		if status != c.status || string(body) != want || !strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+			t.Errorf("%s: %d %s\nwant %d %s", c.path, status, body, c.status, want)
+		}
+	}
+	for _, c := range []struct {
+		path, code string
+		status     int
+	}{
+		{"/api/v1/sessions/demo-parent/children?scope=sideways", "USAGE", http.StatusBadRequest},
+		{"/api/v1/sessions/demo-parent/children?state=asleep", "USAGE", http.StatusBadRequest},
+		{"/api/v1/sessions/demo-parent/children?limit=100000", "USAGE", http.StatusBadRequest},
+		{"/api/v1/sessions/demo-parent/children?cursor=%21%21", "USAGE", http.StatusBadRequest},
+		{"/api/v1/nothing", "NOT_FOUND", http.StatusNotFound},
+	} {
+		status, _, body := s.get(t, c.path)
+		if status != c.status || !strings.Contains(string(body), `{"error":{"code":"`+c.code+`"`) {
+			t.Errorf("%s: %d %s, want %d %s", c.path, status, body, c.status, c.code)
+		}
+	}
+}
+
+func joinRaw(items []json.RawMessage) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(it)
+	}
+	b.WriteString("]\n")
+	return b.String()
+}
+
+// TestServeToken: off loopback a token is required to start; with one,
+// every request needs it (bearer or cookie), a wrong one is 401, and
+// ?token= once becomes the cookie.
+func TestServeToken(t *testing.T) {
+	isolateEnv(t)
+	t.Setenv("DSH_DB", filepath.Join(t.TempDir(), "dsh.db"))
+	if _, stderr, code := runDsh(t, "demo"); code != 0 {
+		t.Fatalf("demo: %s", stderr)
+	}
+	for _, listen := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.1:0", "example.com:0"} {
+		_, stderr, code := runDsh(t, "serve", "--listen", listen)
+		if code != exitUsage || !strings.Contains(stderr, "--token") {
+			t.Errorf("serve --listen %s without a token: exit %d: %s", listen, code, stderr)
+		}
+	}
+	if _, stderr, code := runDsh(t, "serve", "--token", ""); code != exitUsage {
+		t.Errorf("empty --token: exit %d: %s", code, stderr)
+	}
+
+	const token = "s3cret-token"
+	t.Setenv("DSH_TOKEN", token)
+	s := startServe(t)
+	for _, path := range []string{"/api/v1/version", "/", "/sessions/demo-parent", "/diagnose", "/api/v1/events?view=roots", "/assets/app.js"} {
+		for _, h := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"Authorization", "Bearer " + token + "x"}, {"Cookie", "dsh_token=nope"}} {
+			status, hdr, body := s.get(t, path, h...)
+			if status != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") == "" || bytes.Contains(body, []byte("demo-parent</")) {
+				t.Errorf("%s %v: %d %s", path, h, status, body)
+			}
+		}
+	}
+	status, _, body := s.get(t, "/api/v1/version", "Authorization", "Bearer "+token)
+	if status != http.StatusOK || !bytes.Contains(body, []byte(`"schemaVersion"`)) {
+		t.Errorf("bearer: %d %s", status, body)
+	}
+	status, _, body = s.get(t, "/api/v1/version?token=wrong")
+	if status != http.StatusUnauthorized {
+		t.Errorf("wrong ?token=: %d %s", status, body)
+	}
+	status, hdr, _ := s.get(t, "/sessions/demo-parent?scope=children&token="+token)
+	cookie := hdr.Get("Set-Cookie")
+	if status != http.StatusSeeOther || hdr.Get("Location") != "/sessions/demo-parent?scope=children" || !strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Strict") {
+		t.Fatalf("?token=: %d Location %q Set-Cookie %q", status, hdr.Get("Location"), cookie)
+	}
+	status, _, body = s.get(t, "/sessions/demo-parent?scope=children", "Cookie", strings.SplitN(cookie, ";", 2)[0])
+	if status != http.StatusOK || !bytes.Contains(body, []byte(`data-id="demo-continuable"`)) {
+		t.Errorf("cookie: %d %s", status, body)
+	}
+}
+
+// TestServeLoopbackOnlyAnswersLocalHosts: without a token the server
+// answers only requests addressed to a loopback name (a page elsewhere
+// cannot reach it through DNS rebinding), and every answer carries the
+// security headers.
+func TestServeLoopbackOnlyAnswersLocalHosts(t *testing.T) {
+	isolateEnv(t)
+	t.Setenv("DSH_DB", filepath.Join(t.TempDir(), "dsh.db"))
+	if _, stderr, code := runDsh(t, "demo"); code != 0 {
+		t.Fatalf("demo: %s", stderr)
+	}
+	s := startServe(t)
+	if status, _, _ := s.get(t, "/", "Host", "attacker.example:7420"); status != http.StatusMisdirectedRequest {
+		t.Errorf("foreign Host: %d", status)
+	}
+	for _, path := range []string{"/", "/api/v1/version", "/sessions/demo-parent", "/assets/app.js"} {
+		status, h, _ := s.get(t, path, "Host", "localhost:7420")
+		csp := h.Get("Content-Security-Policy")
+		if status != http.StatusOK || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: %d CSP %q nosniff %q", path, status, csp, h.Get("X-Content-Type-Options"))
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, s.url+"api/v1/version", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %d", resp.StatusCode)
+	}
+}
+
+// TestServeWritesNothing: serving, and answering every endpoint and page,
+// leaves the database's bytes as they were.
+func TestServeWritesNothing(t *testing.T) {
+	home := isolateEnv(t)
+	db := filepath.Join(home, "dsh.db")
+	t.Setenv("DSH_DB", db)
+	serveCorpus(t)
+	files := []string{db, db + "-wal", db + "-shm"}
+	before := make([]fileState, len(files))
+	for i, f := range files {
+		before[i] = stateOf(t, f)
+	}
+	time.Sleep(10 * time.Millisecond)
+	s := startServe(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"api/v1/events?view=tree&id=demo-parent&scope=descendants", nil)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	for _, path := range []string{"/", "/?q=demo", "/sessions/demo-parent", "/sessions/demo-broken", "/sessions/tree-c?scope=children", "/diagnose", "/diagnose?parent=demo-parent&scope=descendants",
+		"/api/v1/version", "/api/v1/sessions", "/api/v1/sessions/demo-parent", "/api/v1/sessions/demo-parent/children?scope=descendants", "/api/v1/diagnose", "/api/v1/diagnose?all=1"} {
+		if status, _, body := s.get(t, path); status != http.StatusOK {
+			t.Errorf("%s: %d %s", path, status, body)
+		}
+	}
+	if code, stderr := s.stop(); code != 0 {
+		t.Errorf("serve: exit %d: %s", code, stderr)
+	}
+	for i, f := range files {
+		after := stateOf(t, f)
+		if after.exists != before[i].exists || !bytes.Equal(after.content, before[i].content) || !after.mtime.Equal(before[i].mtime) {
+			t.Errorf("%s changed while serving", filepath.Base(f))
+		}
+	}
+}
+
+// TestServeStopsOnSignal: SIGINT and SIGTERM stop a server process
+// gracefully, with exit 0.
+func TestServeStopsOnSignal(t *testing.T) {
+	isolateEnv(t)
+	db := filepath.Join(t.TempDir(), "dsh.db")
+	if _, stderr, code := runDsh(t, "--db", db, "demo"); code != 0 {
+		t.Fatalf("demo: %s", stderr)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		cmd := exec.Command("dsh", "--db", db, "serve", "--listen", "127.0.0.1:0")
+		cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir())
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		addr, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			t.Fatalf("no address: %v: %s", err, stderr.String())
+		}
+		// An open event stream must not hold the shutdown up.
+		resp, err := http.Get(strings.TrimSpace(addr) + "api/v1/events?view=roots")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Process.Signal(sig)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%v: %v: %s", sig, err, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("%v: still running after 10s", sig)
+		}
+	}
+}
+
+// TestServePagesEscape: hostile ids and labels are text in the pages, and
+// bidirectional controls are shown, not obeyed.
+func TestServePagesEscape(t *testing.T) {
+	isolateEnv(t)
+	t.Setenv("DSH_DB", filepath.Join(t.TempDir(), "dsh.db"))
+	serveCorpus(t)
+	s := startServe(t)
+	status, _, body := s.get(t, "/sessions/demo-parent")
+	if status != http.StatusOK {
+		t.Fatalf("%d %s", status, body)
+	}
+	page := string(body)
+	for _, bad := range []string{"<script>window", "<img src=x", "\u202e"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page holds %q raw", bad)
+		}
+	}
+	for _, want := range []string{"&lt;script&gt;window.pwned=1&lt;/script&gt;", "&lt;img src=x onerror=&#34;window.pwned=1&#34;&gt;", `bidi \u202eevil\u202c text`, `href="/sessions/%3Cscript%3Ewindow.pwned=1%3C%2Fscript%3E"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	status, _, body = s.get(t, "/sessions/"+url.PathEscape(`<script>window.pwned=1</script>`))
+	if status != http.StatusOK || strings.Contains(string(body), "<script>window") {
+		t.Errorf("hostile session page: %d", status)
+	}
+}
+
+// TestServeTakesEverySourceForm: dsh serve --source reads every form the
+// registry offers, and its API answers as the CLI does with the same
+// --source, byte for byte.
+func TestServeTakesEverySourceForm(t *testing.T) {
+	home := isolateEnv(t)
+	t.Setenv("DSH_DB", filepath.Join(home, "unused", "dsh.db"))
+	dir := t.TempDir()
+	sources := map[string]string{}
+	for _, form := range []string{"jsonl", "dsh-home", "dsh-sqlite"} {
+		sessions := []*catSession{
+			{id: "p", header: catHeaderP},
+			{id: "c", header: catHeaderC, lines: catChildLines()},
+			{id: "g", header: catHeaderG, lines: []string{catDescriptor("grandchild")}},
+			{id: "s", header: catHeaderS, lines: []string{catDescriptor("sibling")}},
+		}
+		formDir := filepath.Join(dir, form)
+		if err := os.Mkdir(formDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		sources[form] = writeCatForm(t, formDir, sessions, form)
+	}
+	db := filepath.Join(dir, "dsh.db")
+	if _, stderr, code := runDsh(t, "--db", db, "import", sources["jsonl"], "--quiet"); code != 0 {
+		t.Fatalf("import: exit %d: %s", code, stderr)
+	}
+	sources["dsh"] = "dsh:" + db
+	for _, sc := range location.Schemes(location.SourceUse) {
+		src, ok := sources[sc.Name]
+		if !ok {
+			t.Fatalf("the registry offers %s:, which this test does not lay out", sc.Name)
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			s := startServe(t, "--source", src)
+			for path, args := range map[string][]string{
+				"/api/v1/sessions/p/children":                   {"list", "--parent", "p", "-o", "json"},
+				"/api/v1/sessions/p/children?scope=descendants": {"list", "--parent", "p", "--scope", "descendants", "-o", "json"},
+				"/api/v1/sessions/c":                            {"session", "show", "c", "-o", "json"},
+				"/api/v1/diagnose?all=1":                        {"diagnose", "--quiet", "--all", "-o", "json"},
+				"/api/v1/diagnose?parent=p&scope=descendants":   {"diagnose", "--quiet", "--parent", "p", "--scope", "descendants", "-o", "json"},
+			} {
+				want := cli(t, append(args, "--source", src)...)
+				status, _, body := s.get(t, path)
+				if status != http.StatusOK || string(body) != want {
+					t.Errorf("%s: %d\n got %s\nwant %s", path, status, body, want)
+				}
+			}
+			if status, _, body := s.get(t, "/sessions/p"); status != http.StatusOK || !bytes.Contains(body, []byte(`data-id="g"`)) {
+				t.Errorf("page of p: %d %s", status, body)
+			}
+		})
+	}
+}
