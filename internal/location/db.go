@@ -2,6 +2,7 @@ package location
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -162,6 +163,12 @@ func openDSHStore(ctx context.Context, arg string, o Options, writable bool) (St
 	code := dsherr.CodeOf(err)
 	if code == "" {
 		code = dsherr.StoreUnavailable
+	}
+	if errors.Is(err, backend.ErrNoDatabase) {
+		// The store's own message ends with "run dsh init": right for --db,
+		// wrong for a source, which dsh init would not create where it is read.
+		return nil, &dsherr.Error{Code: code, Err: err,
+			Msg: fmt.Sprintf("%s: no dsh database there (nothing was created: a source is only read)", spec)}
 	}
 	return nil, dsherr.Wrap(code, err, "%s", spec)
 }
