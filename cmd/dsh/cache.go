@@ -248,17 +248,13 @@ func runCacheVerify(ctx context.Context, a *app, p *render.Printer, ids []string
 	}
 	defer closeStore(s, &err)
 	var v cacheVerified
-	// One bar for both passes: the records, then the registry folds
-	// kept beside their logs (each pass reads the same targets).
-	var step func(int)
-	finish := func() {}
-	progress := func(pass int) func(done, total int) {
-		return func(done, total int) {
-			if step == nil {
-				step, finish = a.progress(mode, "verify", 2*total)
-			}
-			step(pass*total + done)
+	// The bar is drawn once the targets are known.
+	step, finish := func(int) {}, func() {}
+	progress := func(done, total int) {
+		if done == 0 {
+			step, finish = a.progress(mode, "verify", total)
 		}
+		step(done)
 	}
 	err = s.View(ctx, func(view backend.Store) error {
 		cp := subagent.StoreCheckpoints(view)
@@ -268,10 +264,8 @@ func runCacheVerify(ctx context.Context, a *app, p *render.Printer, ids []string
 		if v.sessions, err = view.CountSessions(ctx, false); err != nil {
 			return err
 		}
-		if v.records, err = cp.Cache.VerifyProgress(ctx, cp.Read, ids, progress(0)); err != nil {
-			return cacheStoreError(err)
-		}
-		v.folds, err = cp.VerifyFoldsProgress(ctx, ids, progress(1))
+		rep, err := cp.Verify(ctx, ids, progress)
+		v.records, v.folds = rep.Records, rep.Folds
 		return cacheStoreError(err)
 	})
 	finish()

@@ -182,18 +182,55 @@ func (c *Cache) VerifyProgress(ctx context.Context, read ReadFunc, ids []string,
 // number of events read.
 func (c *Cache) verifyRecord(ctx context.Context, read ReadFunc, r record) ([]Finding, int, error) {
 	h, events, err := read(ctx, r.id)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, 0, ctx.Err()
-		}
+	if err != nil && ctx.Err() != nil {
+		return nil, 0, ctx.Err()
+	}
+	findings, n := c.checkLog(r, LogRead{Header: h, Events: events, Err: err})
+	return findings, n, nil
+}
+
+// LogRead is one session's log as a ReadFunc reads it: its header and
+// events, or the error.
+type LogRead struct {
+	Header session.Header
+	Events []session.Event
+	Err    error
+}
+
+// Records are the checkpoint records of some sessions, read in one query
+// (RecordsOf), for checking them against logs read in a batch (CheckLog).
+type Records struct{ byID map[string]record }
+
+// RecordsOf reads the records of ids in one query.
+func (c *Cache) RecordsOf(ctx context.Context, ids []string) (Records, error) {
+	recs := Records{byID: make(map[string]record, len(ids))}
+	err := c.store.CheckpointsOf(ctx, ids, eachRecord(func(r record) { recs.byID[r.id] = r }))
+	return recs, err
+}
+
+// Has reports whether id has a record.
+func (r Records) Has(id string) bool {
+	_, ok := r.byID[id]
+	return ok
+}
+
+// CheckLog is Verify's check of id's record (which recs must hold) against
+// its log as read: the findings and the number of events refolded. It
+// reads nothing, so the logs of a batch can be checked on several
+// goroutines at once.
+func (c *Cache) CheckLog(recs Records, id string, log LogRead) ([]Finding, int) {
+	return c.checkLog(recs.byID[id], log)
+}
+
+func (c *Cache) checkLog(r record, log LogRead) ([]Finding, int) {
+	if err := log.Err; err != nil {
 		kind, reason := KindUnreadable, fmt.Sprintf("log cannot be read: %v", err)
 		if errors.Is(err, ErrSessionGone) {
 			kind, reason = KindOrphan, err.Error()
 		}
-		return []Finding{{SessionID: r.id, Kind: kind, Reason: reason}}, 0, nil
+		return []Finding{{SessionID: r.id, Kind: kind, Reason: reason}}, 0
 	}
-	findings := c.compareRecord(r, h, events)
-	return findings, len(events), nil
+	return c.compareRecord(r, log.Header, log.Events), len(log.Events)
 }
 
 // compareRecord compares record r with a refold of its session's header h

@@ -195,19 +195,21 @@ type Checkpoints struct {
 	tx func(ctx context.Context, fn func(tx backend.Store) error) error
 	// verdicts, when the store records registry folds, reads them.
 	verdicts backend.ColdVerdictReader
+	// logs reads the logs verify checks.
+	logs backend.LogReader
 }
 
 // VerifyFolds refolds the log of each of ids (nil: every session with a
 // checkpoint record) whose store keeps a registry fold recorded under this
 // registry, and reports every fold that differs from the refold (a listing
-// trusts it as it would the log). It writes nothing; call it in the same
-// read snapshot as the store it was built on.
+// trusts it as it would the log): Verify's fold findings. It writes
+// nothing; call it in the same read snapshot as the store it was built on.
 func (c Checkpoints) VerifyFolds(ctx context.Context, ids []string) ([]projcache.Finding, error) {
-	rep, err := c.VerifyFoldsProgress(ctx, ids, nil)
-	return rep.Findings, err
+	rep, err := c.Verify(ctx, ids, nil)
+	return rep.Folds.Findings, err
 }
 
-// FoldReport is what VerifyFoldsProgress checked and found.
+// FoldReport is what a verify checked and found of the registry folds.
 type FoldReport struct {
 	// Checked counts the registry folds compared with a refold of their
 	// logs.
@@ -215,54 +217,14 @@ type FoldReport struct {
 	Findings []projcache.Finding
 }
 
-// VerifyFoldsProgress is VerifyFolds reporting, before each session and at
-// the end, how many of how many are done (progress may be nil), and how
-// many folds it checked.
-func (c Checkpoints) VerifyFoldsProgress(ctx context.Context, ids []string, progress func(done, total int)) (FoldReport, error) {
-	var rep FoldReport
-	if c.verdicts == nil {
-		return rep, nil
-	}
-	if ids == nil {
-		var err error
-		if ids, err = c.Cache.IDs(ctx); err != nil {
-			return rep, err
-		}
-	}
-	recorded, err := c.verdicts.ColdVerdicts(ctx, ids)
-	if err != nil {
-		return rep, err
-	}
-	reg := NewRegistry()
-	for i, id := range ids {
-		if progress != nil {
-			progress(i, len(ids))
-		}
-		fold := recorded[id].RegistryFold
-		if !recordedUnder(reg, fold) {
-			continue // none, or one a listing ignores
-		}
-		_, events, err := c.Read(ctx, id)
-		if err != nil && ctx.Err() != nil {
-			return rep, ctx.Err()
-		}
-		rep.Checked++
-		if why := FoldDisagreement(reg, fold, events, err); why != "" {
-			rep.Findings = append(rep.Findings, projcache.Finding{SessionID: id, Kind: projcache.KindFoldMismatch, Reason: why})
-		}
-	}
-	if progress != nil {
-		progress(len(ids), len(ids))
-	}
-	return rep, nil
-}
-
 // Rebuild is Cache.Rebuild that also records each rewritten session's
 // registry fold beside its log (RecordRegistryFold), so that a listing
 // resolves forks and identity-less children without reading their logs
-// after a rebuild too: each session is read, refolded and recorded in one
-// write transaction, so the fold is of the log as stored. A store without
-// transactions gets Cache.Rebuild.
+// after a rebuild too. A chunk of sessions is read (in a batch, readLogs),
+// refolded and recorded in one write transaction, so each fold is of the
+// log as stored and an interrupted rebuild leaves every record either old
+// or new. A store without transactions gets Cache.Rebuild. progress (may
+// be nil) is called before and after each chunk.
 func (c Checkpoints) Rebuild(ctx context.Context, ids []string, progress func(done, total int)) (projcache.RebuildReport, error) {
 	if c.tx == nil {
 		return c.Cache.Rebuild(ctx, c.Read, ids, progress)
@@ -275,17 +237,40 @@ func (c Checkpoints) Rebuild(ctx context.Context, ids []string, progress func(do
 		}
 	}
 	reg := NewRegistry()
-	for i, id := range ids {
-		if err := ctx.Err(); err != nil {
-			return rep, err
+	for start := 0; start < len(ids); start += maintainChunk {
+		if progress != nil {
+			progress(start, len(ids))
 		}
+		part := ids[start:min(start+maintainChunk, len(ids))]
 		one := projcache.RebuildReport{}
 		err := c.tx(ctx, func(tx backend.Store) error {
-			fold, err := projcache.NewCache(tx, reg).RebuildOne(ctx, inspectRead(tx), id, &one)
-			if err != nil || fold == nil {
+			logs := make(map[string]projcache.LogRead, len(part))
+			if err := readLogs(ctx, tx, part, func(id string, log projcache.LogRead) error {
+				logs[id] = log
+				return nil
+			}); err != nil {
 				return err
 			}
-			return RecordRegistryFold(ctx, tx, reg, id, fold)
+			read := func(_ context.Context, id string) (session.Header, []session.Event, error) {
+				l := logs[id]
+				return l.Header, l.Events, l.Err
+			}
+			cache := projcache.NewCache(tx, reg)
+			for _, id := range part {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				fold, err := cache.RebuildOne(ctx, read, id, &one)
+				if err != nil {
+					return err
+				}
+				if fold != nil {
+					if err := RecordRegistryFold(ctx, tx, reg, id, fold); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			return rep, err
@@ -294,7 +279,7 @@ func (c Checkpoints) Rebuild(ctx context.Context, ids []string, progress func(do
 		rep.Removed = append(rep.Removed, one.Removed...)
 		rep.UnitFailures = append(rep.UnitFailures, one.UnitFailures...)
 		if progress != nil {
-			progress(i+1, len(ids))
+			progress(start+len(part), len(ids))
 		}
 	}
 	return rep, nil
@@ -315,6 +300,7 @@ func StoreCheckpoints(store CheckpointStore) Checkpoints {
 	c := Checkpoints{
 		Cache: projcache.NewCache(store, NewRegistry()),
 		Read:  inspectRead(store),
+		logs:  store,
 		Header: func(ctx context.Context, id string) (session.Header, error) {
 			h, err := store.Header(ctx, id)
 			return h, gone(err)
