@@ -1,9 +1,7 @@
 package diagnose
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +12,7 @@ import (
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -285,14 +284,15 @@ func parseDescriptorEvent(e session.Event, rc8 bool) descriptorOutcome {
 	return out
 }
 
-// descriptorVersion is the version member of an unsupported payload, as
-// written.
+// descriptorVersion is the version member of an unsupported payload (a
+// valid JSON object: ParseDescriptor checked it), as written.
 func descriptorVersion(data []byte) string {
-	var payload map[string]json.RawMessage
-	if err := json.Unmarshal(data, &payload); err != nil {
+	payload, ok := jsjson.SplitObject(data)
+	if !ok {
 		return "?"
 	}
-	return string(bytes.TrimSpace(payload["version"]))
+	version, _ := payload.Get("version")
+	return string(version)
 }
 
 // checkDescriptors applies the catalog's and resume's descriptor rules to a

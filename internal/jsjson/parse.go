@@ -70,9 +70,10 @@ func (p *parser) value(i, depth int) (int, error) {
 	}
 	switch c := p.b[i]; {
 	case c == '{':
-		return p.object(i, depth+1, nil)
+		_, end, err := p.object(i, depth+1, nil, false)
+		return end, err
 	case c == '[':
-		return p.array(i, depth+1, nil)
+		return p.array(i, depth+1)
 	case c == '"':
 		return p.str(i)
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -95,59 +96,59 @@ func (p *parser) literal(i int, lit string) (int, error) {
 	return i + len(lit), nil
 }
 
-// object validates an object; when members is non-nil every member is
-// appended to it (top level only, so nested members are not collected).
-func (p *parser) object(i, depth int, members *[]Member) (int, error) {
+// object validates an object; with collect every member is appended to
+// members, which it returns (top level only, so nested members are not
+// collected).
+func (p *parser) object(i, depth int, members []Member, collect bool) ([]Member, int, error) {
 	if depth > maxJSONDepth {
-		return i, errJSONDepth
+		return nil, i, errJSONDepth
 	}
 	i = p.skipSpace(i + 1)
 	if i < len(p.b) && p.b[i] == '}' {
-		return i + 1, nil
+		return members, i + 1, nil
 	}
 	for {
 		if i >= len(p.b) || p.b[i] != '"' {
-			return i, p.fail(i, "expected object key")
+			return nil, i, p.fail(i, "expected object key")
 		}
 		keyStart := i
 		end, err := p.str(i)
 		if err != nil {
-			return end, err
+			return nil, end, err
 		}
 		key := p.b[keyStart:end]
 		i = p.skipSpace(end)
 		if i >= len(p.b) || p.b[i] != ':' {
-			return i, p.fail(i, "expected ':' after object key")
+			return nil, i, p.fail(i, "expected ':' after object key")
 		}
 		i = p.skipSpace(i + 1)
 		outer := p.canonical
 		p.canonical = true
 		valStart := i
 		if i, err = p.value(i, depth); err != nil {
-			return i, err
+			return nil, i, err
 		}
-		if members != nil {
-			*members = append(*members, Member{Key: unquote(key), Value: p.b[valStart:i], Canonical: p.canonical})
+		if collect {
+			members = append(members, Member{Key: unquote(key), Value: p.b[valStart:i], Canonical: p.canonical})
 		}
 		p.canonical = outer && p.canonical
 		i = p.skipSpace(i)
 		if i >= len(p.b) {
-			return i, p.fail(i, "unterminated object")
+			return nil, i, p.fail(i, "unterminated object")
 		}
 		switch p.b[i] {
 		case ',':
 			i = p.skipSpace(i + 1)
 		case '}':
-			return i + 1, nil
+			return members, i + 1, nil
 		default:
-			return i, p.fail(i, "expected ',' or '}' in object")
+			return nil, i, p.fail(i, "expected ',' or '}' in object")
 		}
 	}
 }
 
-// array validates an array; when elems is non-nil the raw text of every
-// element is appended to it.
-func (p *parser) array(i, depth int, elems *[][]byte) (int, error) {
+// array validates an array.
+func (p *parser) array(i, depth int) (int, error) {
 	if depth > maxJSONDepth {
 		return i, errJSONDepth
 	}
@@ -156,13 +157,9 @@ func (p *parser) array(i, depth int, elems *[][]byte) (int, error) {
 		return i + 1, nil
 	}
 	for {
-		start := i
 		var err error
 		if i, err = p.value(i, depth); err != nil {
 			return i, err
-		}
-		if elems != nil {
-			*elems = append(*elems, p.b[start:i])
 		}
 		i = p.skipSpace(i)
 		if i >= len(p.b) {
@@ -362,8 +359,9 @@ func ParseValue(b []byte) (value []byte, canonical bool, err error) {
 var ErrNotObject = errors.New("JSON value is not an object")
 
 // ParseObject validates that b holds exactly one JSON object and returns its
-// members in text order (duplicates included; callers resolve them).
-func ParseObject(b []byte) ([]Member, error) {
+// members in text order (duplicates included; Object.Get resolves them as
+// JSON.parse does).
+func ParseObject(b []byte) (Object, error) {
 	p := parser{b: b, canonical: true}
 	i := p.skipSpace(0)
 	if i >= len(b) || b[i] != '{' {
@@ -372,28 +370,19 @@ func ParseObject(b []byte) ([]Member, error) {
 		}
 		return nil, ErrNotObject
 	}
-	members := make([]Member, 0, 8)
-	end, err := p.object(i, 1, &members)
+	// Gathered on the stack, copied out once at their final size (as
+	// SplitObject does).
+	var buf [8]Member
+	members, end, err := p.object(i, 1, buf[:0], true)
 	if err != nil {
 		return nil, err
 	}
 	if rest := p.skipSpace(end); rest != len(b) {
 		return nil, p.fail(rest, "unexpected data after JSON value")
 	}
-	return members, nil
-}
-
-// ArrayElements splits an already validated JSON array into the raw text of
-// its elements; ok is false when raw is not an array.
-func ArrayElements(raw []byte) (elems [][]byte, ok bool) {
-	if len(raw) == 0 || raw[0] != '[' {
-		return nil, false
-	}
-	p := parser{b: raw}
-	if _, err := p.array(0, 1, &elems); err != nil {
-		return nil, false
-	}
-	return elems, true
+	out := make(Object, len(members))
+	copy(out, members)
+	return out, nil
 }
 
 // LastMember returns the value of the last member named key, as JSON.parse
@@ -407,28 +396,41 @@ func LastMember(members []Member, key string) (Member, bool) {
 	return Member{}, false
 }
 
-// unquote decodes a valid JSON string literal. Lone surrogates become U+FFFD,
-// which only matters for keys and identifiers; values are kept as raw text.
+// unquote decodes a valid JSON string literal (the text between the quotes
+// when it is not one).
 func unquote(lit []byte) string {
-	if bytes.IndexByte(lit, '\\') < 0 {
-		return string(lit[1 : len(lit)-1])
+	if s, ok := decodeString(lit); ok {
+		return s
+	}
+	return string(lit[1 : len(lit)-1])
+}
+
+// decodeString decodes a JSON string literal, quotes included. Lone
+// surrogates and bytes that are not UTF-8 become U+FFFD, which only matters
+// for keys and identifiers; values are kept as raw text. ok is false for a
+// literal that is not valid.
+func decodeString(lit []byte) (string, bool) {
+	if body := lit[1 : len(lit)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		return string(body), true // no escapes: the text between the quotes is the string
 	}
 	var s string
 	if err := json.Unmarshal(lit, &s); err != nil {
-		return string(lit[1 : len(lit)-1])
+		return "", false
 	}
-	return s
+	return s, true
 }
 
 // IsString reports whether raw is a JSON string literal.
 func IsString(raw []byte) bool { return len(raw) >= 2 && raw[0] == '"' }
 
-// StringValue returns the decoded string if raw is a string literal.
+// StringValue returns the decoded string if raw (valid JSON text,
+// surrounding whitespace allowed) is a string literal.
 func StringValue(raw []byte) (string, bool) {
-	if !IsString(raw) {
+	raw = trim(raw)
+	if !IsString(raw) || raw[len(raw)-1] != '"' {
 		return "", false
 	}
-	return unquote(raw), true
+	return decodeString(raw)
 }
 
 // IsNumber reports whether raw is a JSON number token.
@@ -439,8 +441,11 @@ func IsNumber(raw []byte) bool {
 // MaxSafeInteger is Number.MAX_SAFE_INTEGER.
 const MaxSafeInteger = 1<<53 - 1
 
-// NumberValue parses a JSON number token as JavaScript does.
+// NumberValue parses a JSON number token (surrounding whitespace allowed)
+// as JavaScript's JSON.parse does: the nearest double, an out-of-range
+// magnitude becoming ±Infinity.
 func NumberValue(raw []byte) (float64, bool) {
+	raw = trim(raw)
 	if !IsNumber(raw) {
 		return 0, false
 	}

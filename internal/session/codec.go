@@ -98,11 +98,11 @@ func isRepairToolResult(e Event) bool {
 	if e.Type != TypeToolResult || !e.HasSourceEventSeqs || string(trimJSON(e.SurfaceOp)) != `"append"` {
 		return false
 	}
-	id, ok := path(e.Data, "message", "id")
+	id, ok := jsjson.Path(e.Data, "message", "id")
 	if !ok {
 		return false
 	}
-	s, ok := parseString(id)
+	s, ok := jsjson.StringValue(id)
 	return ok && strings.HasPrefix(s, repairResultIDPrefix)
 }
 
@@ -116,50 +116,50 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		return errors.New("event is not valid JSON")
 	}
 	raw := slices.Clone(trimJSON(b))
-	o, ok := parseObject(raw)
+	o, ok := jsjson.SplitObject(raw)
 	if !ok {
-		return errors.New("event is not a JSON object")
+		return errors.New("event is not a JSON jsjson.Object")
 	}
 	var out Event
 	var haveType, haveSeq, haveTime bool
 	for _, m := range o {
-		switch m.key {
+		switch m.Key {
 		case "type":
-			s, ok := parseString(m.val)
+			s, ok := jsjson.StringValue(m.Value)
 			if !ok {
 				return errors.New(`event "type" is not a string`)
 			}
 			out.Type, haveType = s, true
 		case "seq":
-			n, ok := parseSafeInt(m.val)
+			n, _, ok := jsjson.SafeInteger(m.Value)
 			if !ok {
-				return fmt.Errorf(`event "seq" %s is not a safe integer`, m.val)
+				return fmt.Errorf(`event "seq" %s is not a safe integer`, m.Value)
 			}
 			out.Seq, haveSeq = n, true
 		case "time":
-			n, ok := parseSafeInt(m.val)
+			n, _, ok := jsjson.SafeInteger(m.Value)
 			if !ok {
-				return fmt.Errorf(`event "time" %s is not a safe integer`, m.val)
+				return fmt.Errorf(`event "time" %s is not a safe integer`, m.Value)
 			}
 			out.Time, haveTime = n, true
 		case "data":
-			out.Data = json.RawMessage(slices.Clip(m.val))
+			out.Data = json.RawMessage(slices.Clip(m.Value))
 		case "sourceEventSeqs":
-			seqs, err := decodeSourceSeqs(m.val)
+			seqs, err := decodeSourceSeqs(m.Value)
 			if err != nil {
 				return err
 			}
 			out.SourceEventSeqs, out.HasSourceEventSeqs = seqs, true
 		case "surfaceOp":
-			out.SurfaceOp = json.RawMessage(slices.Clip(m.val))
+			out.SurfaceOp = json.RawMessage(slices.Clip(m.Value))
 		case "ignorable":
-			if !isTrue(m.val) {
-				return fmt.Errorf(`event "ignorable" is %s; it must be exactly true when present`, m.val)
+			if !isTrue(m.Value) {
+				return fmt.Errorf(`event "ignorable" is %s; it must be exactly true when present`, m.Value)
 			}
 			out.Ignorable = true
 		default:
-			if !slices.Contains(out.UnknownKeys, m.key) {
-				out.UnknownKeys = append(out.UnknownKeys, m.key)
+			if !slices.Contains(out.UnknownKeys, m.Key) {
+				out.UnknownKeys = append(out.UnknownKeys, m.Key)
 			}
 		}
 	}
@@ -178,13 +178,13 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 }
 
 func decodeSourceSeqs(raw []byte) ([]int64, error) {
-	elems, ok := parseArray(raw)
+	elems, ok := jsjson.ArrayElements(raw)
 	if !ok {
 		return nil, fmt.Errorf(`event "sourceEventSeqs" %s is not an array`, raw)
 	}
 	seqs := make([]int64, len(elems))
 	for i, el := range elems {
-		n, ok := parseSafeInt(el)
+		n, _, ok := jsjson.SafeInteger(el)
 		if !ok {
 			return nil, fmt.Errorf(`event "sourceEventSeqs" element %s is not a safe integer`, el)
 		}
@@ -253,69 +253,69 @@ func ParseHeaderJSON(line []byte) (Header, error) {
 	if !json.Valid(line) {
 		return Header{}, headerFail(RuleHeaderShape, notAHeader+": not valid JSON")
 	}
-	o, ok := parseObject(line)
+	o, ok := jsjson.SplitObject(line)
 	if !ok {
-		return Header{}, headerFail(RuleHeaderShape, notAHeader+": not a JSON object")
+		return Header{}, headerFail(RuleHeaderShape, notAHeader+": not a JSON jsjson.Object")
 	}
-	version, hasVersion := o.get("version")
-	if v, isNum := parseNumber(version); hasVersion && isNum && v != FormatVersion {
-		id, hasID := o.get("id")
+	version, hasVersion := o.Get("version")
+	if v, isNum := jsjson.NumberValue(version); hasVersion && isNum && v != FormatVersion {
+		id, hasID := o.Get("id")
 		return Header{}, headerFail(RuleFormatVersion, formatRefusal(jsString(id, hasID), jsString(version, true), v > FormatVersion))
 	}
 	var h Header
-	if s, ok := parseString(fieldOr(o, "type")); !ok || s != "session" {
+	if s, ok := jsjson.StringValue(fieldOr(o, "type")); !ok || s != "session" {
 		return Header{}, headerFail(RuleHeaderShape, notAHeader+`: type is not "session"`)
 	}
-	if _, ok := parseNumber(version); !ok {
+	if _, ok := jsjson.NumberValue(version); !ok {
 		return Header{}, headerFail(RuleHeaderShape, notAHeader+": version is not a number")
 	}
 	h.Version = FormatVersion
-	if h.ID, ok = parseString(fieldOr(o, "id")); !ok {
+	if h.ID, ok = jsjson.StringValue(fieldOr(o, "id")); !ok {
 		return Header{}, headerFail(RuleHeaderShape, notAHeader+": id is not a string")
 	}
 	createdAt := fieldOr(o, "createdAt")
-	if h.CreatedAt, ok = parseSafeInt(createdAt); !ok || h.CreatedAt < 0 || isNegativeZero(createdAt) {
+	if h.CreatedAt, _, ok = jsjson.SafeInteger(createdAt); !ok || h.CreatedAt < 0 || isNegativeZero(createdAt) {
 		return Header{}, headerFail(RuleHeaderShape, notAHeader+": createdAt is not a non-negative safe integer")
 	}
 	depthRaw := fieldOr(o, "delegationDepth")
-	depth, ok := parseSafeInt(depthRaw)
+	depth, _, ok := jsjson.SafeInteger(depthRaw)
 	if !ok || depth < 0 || isNegativeZero(depthRaw) {
 		return Header{}, headerFail(RuleHeaderShape, notAHeader+": delegationDepth is not a non-negative safe integer")
 	}
 	h.DelegationDepth = &depth
-	if raw, present := o.get("origin"); present {
-		s, ok := parseString(raw)
+	if raw, present := o.Get("origin"); present {
+		s, ok := jsjson.StringValue(raw)
 		if !ok || s != OriginSubagent {
 			return Header{}, headerFail(RuleHeaderShape, notAHeader+`: origin is not "subagent"`)
 		}
 		h.Origin = &s
 	}
-	if raw, present := o.get("agentPreset"); present {
-		s, ok := parseString(raw)
+	if raw, present := o.Get("agentPreset"); present {
+		s, ok := jsjson.StringValue(raw)
 		if !ok {
 			return Header{}, headerFail(RuleHeaderShape, notAHeader+": agentPreset is not a string")
 		}
 		h.AgentPreset = &s
 	}
-	if o.has("sandboxMode") || o.has("approvalPolicy") {
+	if o.Has("sandboxMode") || o.Has("approvalPolicy") {
 		return Header{}, headerFail(RuleHeaderRetiredFields, "session header uses retired policy baseline fields")
 	}
-	if raw, present := o.get("cwd"); present {
-		s, ok := parseString(raw)
+	if raw, present := o.Get("cwd"); present {
+		s, ok := jsjson.StringValue(raw)
 		if !ok {
 			return Header{}, headerFail(RuleHeaderCwd, "session header cwd must be a string")
 		}
 		h.Cwd = &s
 	}
-	if raw, present := o.get("parentSession"); present {
-		s, ok := parseString(raw)
+	if raw, present := o.Get("parentSession"); present {
+		s, ok := jsjson.StringValue(raw)
 		if !ok {
 			return Header{}, headerFail(RuleHeaderParentSession, "session header parentSession must be a string")
 		}
 		h.ParentSession = &s
 	}
-	if raw, present := o.get("seedLength"); present {
-		n, ok := parseSafeInt(raw)
+	if raw, present := o.Get("seedLength"); present {
+		n, _, ok := jsjson.SafeInteger(raw)
 		if !ok {
 			return Header{}, headerFail(RuleHeaderSeedLength, "session header seedLength must be a non-negative safe integer")
 		}
@@ -326,8 +326,8 @@ func ParseHeaderJSON(line []byte) (Header, error) {
 
 // fieldOr returns the value of key, or nil (which no parser accepts) when
 // the key is absent.
-func fieldOr(o object, key string) []byte {
-	v, _ := o.get(key)
+func fieldOr(o jsjson.Object, key string) []byte {
+	v, _ := o.Get(key)
 	return v
 }
 

@@ -6,12 +6,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
 )
 
 func TestEventDecodeAcceptsJavaScriptIntegers(t *testing.T) {
 	cases := map[string]struct{ seq, time int64 }{
 		`{"type":"x/y","seq":1.0,"time":1e3,"data":{}}`:                           {1, 1000},
-		`{"type":"x/y","seq":9007199254740991,"time":-9007199254740991,"data":0}`: {maxSafeInteger, -maxSafeInteger},
+		`{"type":"x/y","seq":9007199254740991,"time":-9007199254740991,"data":0}`: {jsjson.MaxSafeInteger, -jsjson.MaxSafeInteger},
 		`{"type":"x/y","seq":2,"time":5,"data":null,"seq":3}`:                     {3, 5}, // JSON.parse keeps the last duplicate
 	}
 	for in, want := range cases {
@@ -34,7 +36,7 @@ func TestEventDecodeRejectsWrongKnownKeyTypes(t *testing.T) {
 		`{"type":"x/y","seq":1,"time":1,"data":{},"ignorable":false}`:       `"ignorable" is false; it must be exactly true`,
 		`{"type":"x/y","seq":1,"time":1,"data":{},"sourceEventSeqs":null}`:  `"sourceEventSeqs" null is not an array`,
 		`{"type":"x/y","seq":1,"time":1,"data":{},"sourceEventSeqs":[0.5]}`: `element 0.5 is not a safe integer`,
-		`[1,2]`:    "not a JSON object",
+		`[1,2]`:    "not a JSON jsjson.Object",
 		`{"type":`: "not valid JSON",
 	}
 	for in, want := range cases {

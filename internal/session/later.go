@@ -1,6 +1,10 @@
 package session
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
+)
 
 // DSH's later session formats (docs/compatibility.md): versions 2, 3 and 4
 // are read alongside format 0. dsh maps them onto the same logical model —
@@ -89,7 +93,7 @@ func IsTaggedEndSeed(e Event) bool {
 	if e.Type != TypeEndSeed {
 		return false
 	}
-	raw, ok := path(e.Data, "inherited")
+	raw, ok := jsjson.Path(e.Data, "inherited")
 	return ok && isTrue(raw)
 }
 
@@ -142,18 +146,18 @@ func checkSystemMessage(e Event, pos int64) *ValidationError {
 	fail := func(problem string) *ValidationError {
 		return failf(pos, RuleSystemMessageShape, "session event at seq %d %s", e.Seq, problem)
 	}
-	msgRaw, ok := path(e.Data, "message")
+	msgRaw, ok := jsjson.Path(e.Data, "message")
 	if !ok {
 		return fail("lacks an identified message")
 	}
-	msg, ok := parseObject(msgRaw)
+	msg, ok := jsjson.SplitObject(msgRaw)
 	if !ok || !nonEmptyString(fieldOr(msg, "id")) {
 		return fail("lacks an identified message")
 	}
-	if role, ok := parseString(fieldOr(msg, "role")); !ok || role != "system" {
+	if role, ok := jsjson.StringValue(fieldOr(msg, "role")); !ok || role != "system" {
 		return fail(`message must have role "system"`)
 	}
-	source, ok := parseObject(fieldOr(msg, "source"))
+	source, ok := jsjson.SplitObject(fieldOr(msg, "source"))
 	if !ok || !nonEmptyString(fieldOr(source, "kind")) {
 		return fail("message has invalid source")
 	}
@@ -166,13 +170,13 @@ func checkSystemMessage(e Event, pos int64) *ValidationError {
 // checkToolRoleResult validates a V4 tool/result message: role "tool", a
 // tool source whose callId equals toolCallId, content an array, isError a
 // boolean.
-func checkToolRoleResult(msg object, fail func(string) *ValidationError) *ValidationError {
-	source, _ := parseObject(fieldOr(msg, "source"))
-	callID, ok := parseString(fieldOr(source, "callId"))
-	if kind, _ := parseString(fieldOr(source, "kind")); kind != "tool" || !ok || callID == "" {
+func checkToolRoleResult(msg jsjson.Object, fail func(string) *ValidationError) *ValidationError {
+	source, _ := jsjson.SplitObject(fieldOr(msg, "source"))
+	callID, ok := jsjson.StringValue(fieldOr(source, "callId"))
+	if kind, _ := jsjson.StringValue(fieldOr(source, "kind")); kind != "tool" || !ok || callID == "" {
 		return fail("message must have tool source")
 	}
-	if id, ok := parseString(fieldOr(msg, "toolCallId")); !ok || id != callID {
+	if id, ok := jsjson.StringValue(fieldOr(msg, "toolCallId")); !ok || id != callID {
 		return fail("message has mismatched tool call ids")
 	}
 	if !isArray(fieldOr(msg, "content")) {

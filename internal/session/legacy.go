@@ -70,15 +70,15 @@ func convertLegacy(sessionID string, e Event, pos int64, messageID func(seq int6
 	malformed := func(t string) *ValidationError {
 		return failf(pos, RuleLegacyShape, `session "%s" contains malformed pre-react-loop %s at seq %d`, sessionID, t, e.Seq)
 	}
-	data, isRecord := parseObject(e.Data)
+	data, isRecord := jsjson.SplitObject(e.Data)
 	legacyID := func() []byte { return jsonString("legacy-message:" + sessionID + ":" + strconv.FormatInt(e.Seq, 10)) }
 	switch e.Type {
 	case TypeTurnStart:
-		if !isRecord || !data.has("trigger") {
+		if !isRecord || !data.Has("trigger") {
 			return e, false, nil
 		}
-		trigger, ok := parseObject(fieldOr(data, "trigger"))
-		if !positiveTurn(data) || !data.hasOnlyKeys([]string{"turn", "trigger"}) || !ok || !nonEmptyString(fieldOr(trigger, "kind")) {
+		trigger, ok := jsjson.SplitObject(fieldOr(data, "trigger"))
+		if !positiveTurn(data) || !data.HasOnlyKeys([]string{"turn", "trigger"}) || !ok || !nonEmptyString(fieldOr(trigger, "kind")) {
 			return e, false, malformed(e.Type)
 		}
 		e.Data = newJSObject().set("turn", fieldOr(data, "turn")).bytes()
@@ -87,9 +87,9 @@ func convertLegacy(sessionID string, e Event, pos int64, messageID func(seq int6
 		if !isRecord {
 			return e, false, nil
 		}
-		reason, reasonOK := parseObject(fieldOr(data, "reason"))
-		kind, kindOK := parseString(fieldOr(reason, "kind"))
-		if !positiveTurn(data) || !data.hasOnlyKeys([]string{"turn", "reason"}) || !reasonOK || !kindOK {
+		reason, reasonOK := jsjson.SplitObject(fieldOr(data, "reason"))
+		kind, kindOK := jsjson.StringValue(fieldOr(reason, "kind"))
+		if !positiveTurn(data) || !data.HasOnlyKeys([]string{"turn", "reason"}) || !reasonOK || !kindOK {
 			return e, false, malformed(e.Type)
 		}
 		current, changed, ok := currentTurnEndReason(kind, reason)
@@ -105,31 +105,31 @@ func convertLegacy(sessionID string, e Event, pos int64, messageID func(seq int6
 		if !isRecord {
 			return e, false, malformed(e.Type)
 		}
-		_, turnOK := parseSafeInt(fieldOr(data, "turn"))
-		if wrapped := fieldOr(data, "message"); turnOK && data.hasOnlyKeys([]string{"turn", "message"}) {
-			if _, ok := parseObject(wrapped); ok {
+		_, _, turnOK := jsjson.SafeInteger(fieldOr(data, "turn"))
+		if wrapped := fieldOr(data, "message"); turnOK && data.HasOnlyKeys([]string{"turn", "message"}) {
+			if _, ok := jsjson.SplitObject(wrapped); ok {
 				e.Type, e.Data = TypeUserMessage, compactOrNull(wrapped)
 				return e, true, nil
 			}
 		}
-		if !turnOK || !data.hasOnlyKeys([]string{"turn", "content", "source"}) {
+		if !turnOK || !data.HasOnlyKeys([]string{"turn", "content", "source"}) {
 			return e, false, malformed(e.Type)
 		}
 		msg := objectFrom(data).del("turn").set("id", legacyID()).set("role", []byte(`"user"`))
 		e.Type, e.Data = TypeUserMessage, msg.bytes()
 		return e, true, nil
 	case TypeUserMessage:
-		if !isRecord || data.has("id") || data.has("role") || data.has("message") || !data.has("content") || !data.has("source") {
+		if !isRecord || data.Has("id") || data.Has("role") || data.Has("message") || !data.Has("content") || !data.Has("source") {
 			return e, false, nil
 		}
 		e.Data = objectFrom(data).set("id", legacyID()).set("role", []byte(`"user"`)).bytes()
 		return e, true, nil
 	case TypeAssistantMsg:
-		if !isRecord || data.has("message") || !data.has("content") || !data.has("provenance") {
+		if !isRecord || data.Has("message") || !data.Has("content") || !data.Has("provenance") {
 			return e, false, nil
 		}
 		source := newJSObject()
-		if provenance, ok := parseObject(fieldOr(data, "provenance")); ok {
+		if provenance, ok := jsjson.SplitObject(fieldOr(data, "provenance")); ok {
 			source = objectFrom(provenance)
 		}
 		msg := newJSObject().
@@ -140,7 +140,7 @@ func convertLegacy(sessionID string, e Event, pos int64, messageID func(seq int6
 		e.Data = objectFrom(data).del("content").del("provenance").set("message", msg.bytes()).bytes()
 		return e, true, nil
 	case TypeToolResult:
-		if !isRecord || data.has("message") || !data.has("callId") || !data.has("content") || !data.has("isError") {
+		if !isRecord || data.Has("message") || !data.Has("callId") || !data.Has("content") || !data.Has("isError") {
 			return e, false, nil
 		}
 		callID := fieldOr(data, "callId")
@@ -165,45 +165,45 @@ func convertLegacy(sessionID string, e Event, pos int64, messageID func(seq int6
 }
 
 // positiveTurn reports whether data.turn is a safe integer ≥ 1.
-func positiveTurn(data object) bool {
-	n, ok := parseSafeInt(fieldOr(data, "turn"))
+func positiveTurn(data jsjson.Object) bool {
+	n, _, ok := jsjson.SafeInteger(fieldOr(data, "turn"))
 	return ok && n >= 1
 }
 
 // currentTurnEndReason maps an old turn/end reason to its current shape.
 // changed is false when the reason is already current (or an extension kind
 // DSH passes through); ok is false when it is malformed.
-func currentTurnEndReason(kind string, reason object) (current []byte, changed, ok bool) {
-	kindOnly := reason.hasOnlyKeys([]string{"kind"})
+func currentTurnEndReason(kind string, reason jsjson.Object) (current []byte, changed, ok bool) {
+	kindOnly := reason.HasOnlyKeys([]string{"kind"})
 	switch kind {
 	case "completed", "blocked", "max-tokens", "interrupted":
 		return nil, false, kindOnly
 	case "aborted":
-		if reason.has("reason") {
+		if reason.Has("reason") {
 			return nil, false, true
 		}
 		return []byte(`{"kind":"aborted","reason":{"kind":"legacy"}}`), true, kindOnly
 	case "disposed":
 		return []byte(`{"kind":"aborted","reason":{"kind":"disposed"}}`), true, kindOnly
 	case "error":
-		if reason.has("error") {
+		if reason.Has("error") {
 			return nil, false, true
 		}
-		if step, ok := parseSafeInt(fieldOr(reason, "step")); !ok || step < 0 {
+		if step, _, ok := jsjson.SafeInteger(fieldOr(reason, "step")); !ok || step < 0 {
 			return nil, false, false
 		}
-		if failure, isRecord := parseObject(fieldOr(reason, "failure")); isRecord &&
-			reason.hasOnlyKeys([]string{"kind", "step", "failure"}) && validFailure(failure) {
+		if failure, isRecord := jsjson.SplitObject(fieldOr(reason, "failure")); isRecord &&
+			reason.HasOnlyKeys([]string{"kind", "step", "failure"}) && validFailure(failure) {
 			return newJSObject().set("kind", []byte(`"error"`)).set("error", fieldOr(reason, "failure")).bytes(), true, true
 		}
 		required := []string{"kind", "step", "message"}
-		code, hasCode := reason.get("code")
+		code, hasCode := reason.Get("code")
 		if hasCode {
 			required = append(required, "code")
 		}
-		message, messageOK := parseString(fieldOr(reason, "message"))
-		codeText, codeOK := parseString(code)
-		if !reason.hasOnlyKeys(required) || !messageOK || (hasCode && !codeOK) {
+		message, messageOK := jsjson.StringValue(fieldOr(reason, "message"))
+		codeText, codeOK := jsjson.StringValue(code)
+		if !reason.HasOnlyKeys(required) || !messageOK || (hasCode && !codeOK) {
 			return nil, false, false
 		}
 		if !hasCode {
@@ -218,24 +218,24 @@ func currentTurnEndReason(kind string, reason object) (current []byte, changed, 
 // validFailure checks an old LlmFailure record: message and code strings,
 // optional numeric status/providerRetryAfterMs and string requestId, nothing
 // else.
-func validFailure(f object) bool {
-	if !f.hasOnlyKeys([]string{"message", "code"}, "status", "providerRetryAfterMs", "requestId") {
+func validFailure(f jsjson.Object) bool {
+	if !f.HasOnlyKeys([]string{"message", "code"}, "status", "providerRetryAfterMs", "requestId") {
 		return false
 	}
-	_, msgOK := parseString(fieldOr(f, "message"))
-	_, codeOK := parseString(fieldOr(f, "code"))
+	_, msgOK := jsjson.StringValue(fieldOr(f, "message"))
+	_, codeOK := jsjson.StringValue(fieldOr(f, "code"))
 	if !msgOK || !codeOK {
 		return false
 	}
 	for _, k := range []string{"status", "providerRetryAfterMs"} {
-		if raw, present := f.get(k); present {
-			if _, ok := parseNumber(raw); !ok {
+		if raw, present := f.Get(k); present {
+			if _, ok := jsjson.NumberValue(raw); !ok {
 				return false
 			}
 		}
 	}
-	if raw, present := f.get("requestId"); present {
-		if _, ok := parseString(raw); !ok {
+	if raw, present := f.Get("requestId"); present {
+		if _, ok := jsjson.StringValue(raw); !ok {
 			return false
 		}
 	}
@@ -245,14 +245,14 @@ func validFailure(f object) bool {
 // replacementStart reads surfaceOp.start of a replace marker, leaving
 // malformed markers to validation.
 func replacementStart(op []byte) (int64, bool) {
-	o, ok := parseObject(op)
+	o, ok := jsjson.SplitObject(op)
 	if !ok {
 		return 0, false
 	}
-	if kind, _ := parseString(fieldOr(o, "op")); kind != "replace" {
+	if kind, _ := jsjson.StringValue(fieldOr(o, "op")); kind != "replace" {
 		return 0, false
 	}
-	start, isNum := parseNumber(fieldOr(o, "start"))
+	start, isNum := jsjson.NumberValue(fieldOr(o, "start"))
 	if !isNum {
 		return 0, false
 	}
@@ -268,15 +268,15 @@ func eventMessageID(e Event) (string, bool) {
 	msg := []byte(e.Data)
 	if e.Type != TypeUserMessage {
 		var ok bool
-		if msg, ok = path(e.Data, "message"); !ok {
+		if msg, ok = jsjson.Path(e.Data, "message"); !ok {
 			return "", false
 		}
 	}
-	id, ok := path(msg, "id")
+	id, ok := jsjson.Path(msg, "id")
 	if !ok {
 		return "", false
 	}
-	return parseString(id)
+	return jsjson.StringValue(id)
 }
 
 func jsonString(s string) []byte { return jsjson.AppendString(nil, s) }
@@ -299,9 +299,9 @@ type jsObject struct {
 func newJSObject() *jsObject { return &jsObject{vals: map[string][]byte{}} }
 
 // objectFrom copies a parsed object (the effect of {...o}).
-func objectFrom(o object) *jsObject {
+func objectFrom(o jsjson.Object) *jsObject {
 	j := newJSObject()
-	for _, k := range o.keys() {
+	for _, k := range o.Keys() {
 		j.set(k, fieldOr(o, k))
 	}
 	return j

@@ -69,26 +69,26 @@ func InterruptedTurnClosers(events []Event) []Event {
 	for _, e := range events[from:] {
 		switch e.Type {
 		case TypeTurnStart:
-			raw, ok := path(e.Data, "turn")
+			raw, ok := jsjson.Path(e.Data, "turn")
 			turn, turnOpen = rawOrNil(raw, ok), !(ok && isNull(raw))
 			stepOpen, pending = false, pending[:0]
 		case TypeTurnEnd:
 			turnOpen, stepOpen, pending = false, false, pending[:0]
 		case TypeStepStart:
-			raw, ok := path(e.Data, "step")
+			raw, ok := jsjson.Path(e.Data, "step")
 			step, stepOpen = rawOrNil(raw, ok), !(ok && isNull(raw))
 		case TypeStepEnd:
 			stepOpen, pending = false, pending[:0]
 		case TypeAssistantMsg:
-			stepRaw, hasStep := path(e.Data, "step")
-			content, _ := path(e.Data, "message", "content")
-			blocks, _ := parseArray(content)
+			stepRaw, hasStep := jsjson.Path(e.Data, "step")
+			content, _ := jsjson.Path(e.Data, "message", "content")
+			blocks, _ := jsjson.ArrayElements(content)
 			for _, b := range blocks {
-				block, ok := parseObject(b)
-				if t, _ := parseString(fieldOr(block, "type")); !ok || t != "tool-call" {
+				block, ok := jsjson.SplitObject(b)
+				if t, _ := jsjson.StringValue(fieldOr(block, "type")); !ok || t != "tool-call" {
 					continue
 				}
-				id, hasID := block.get("id")
+				id, hasID := block.Get("id")
 				c := &pendingCall{key: callKey(id, hasID), id: rawOrNil(id, hasID), step: rawOrNil(stepRaw, hasStep)}
 				if i := pending.find(c.key); i >= 0 {
 					pending[i] = c
@@ -97,12 +97,12 @@ func InterruptedTurnClosers(events []Event) []Event {
 				}
 			}
 		case TypeToolCall:
-			id, ok := path(e.Data, "callId")
+			id, ok := jsjson.Path(e.Data, "callId")
 			if i := pending.find(callKey(id, ok)); i >= 0 {
 				pending[i].callSeq, pending[i].recorded = e.Seq, true
 			}
 		case TypeToolResult:
-			id, ok := path(e.Data, "message", "source", "callId")
+			id, ok := jsjson.Path(e.Data, "message", "source", "callId")
 			if i := pending.find(callKey(id, ok)); i >= 0 {
 				pending = slices.Delete(pending, i, i+1)
 			}

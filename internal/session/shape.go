@@ -1,6 +1,10 @@
 package session
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
+)
 
 // Message-shape checks. DSH runs them on every stored event it reads, with
 // the subject "session event at seq N"; the texts below are DSH's.
@@ -36,11 +40,11 @@ func checkMessageShape(r formatRules, e Event, pos int64) *ValidationError {
 	msgRaw := []byte(e.Data)
 	if e.Type != TypeUserMessage {
 		var ok bool
-		if msgRaw, ok = path(e.Data, "message"); !ok {
+		if msgRaw, ok = jsjson.Path(e.Data, "message"); !ok {
 			return fail("lacks an identified message")
 		}
 	}
-	msg, ok := parseObject(msgRaw)
+	msg, ok := jsjson.SplitObject(msgRaw)
 	if !ok || !nonEmptyString(fieldOr(msg, "id")) {
 		return fail("lacks an identified message")
 	}
@@ -51,18 +55,18 @@ func checkMessageShape(r formatRules, e Event, pos int64) *ValidationError {
 	case e.Type == TypeToolResult:
 		wantRole = r.toolRole
 	}
-	if role, ok := parseString(fieldOr(msg, "role")); !ok || role != wantRole {
+	if role, ok := jsjson.StringValue(fieldOr(msg, "role")); !ok || role != wantRole {
 		return fail(`message must have role "` + wantRole + `"`)
 	}
-	source, ok := parseObject(fieldOr(msg, "source"))
+	source, ok := jsjson.SplitObject(fieldOr(msg, "source"))
 	if !ok || !nonEmptyString(fieldOr(source, "kind")) {
 		return fail("message has invalid source")
 	}
-	content, ok := parseArray(fieldOr(msg, "content"))
+	content, ok := jsjson.ArrayElements(fieldOr(msg, "content"))
 	if !ok {
 		return fail("message has invalid content")
 	}
-	kind, _ := parseString(fieldOr(source, "kind"))
+	kind, _ := jsjson.StringValue(fieldOr(source, "kind"))
 	switch e.Type {
 	case TypeAssistantMsg:
 		if kind != "model" || !hasProviderModel(source) {
@@ -72,28 +76,28 @@ func checkMessageShape(r formatRules, e Event, pos int64) *ValidationError {
 		if r.toolRole == "tool" {
 			return checkToolRoleResult(msg, fail)
 		}
-		callID, ok := parseString(fieldOr(source, "callId"))
+		callID, ok := jsjson.StringValue(fieldOr(source, "callId"))
 		if kind != "tool" || !ok || callID == "" {
 			return fail("message must have tool source")
 		}
 		if len(content) != 1 {
 			return fail("message must contain one tool-result block")
 		}
-		block, ok := parseObject(content[0])
+		block, ok := jsjson.SplitObject(content[0])
 		if !ok {
 			return fail("message must contain one tool-result block")
 		}
-		if t, _ := parseString(fieldOr(block, "type")); t != "tool-result" || !isArray(fieldOr(block, "content")) {
+		if t, _ := jsjson.StringValue(fieldOr(block, "type")); t != "tool-result" || !isArray(fieldOr(block, "content")) {
 			return fail("message must contain one tool-result block")
 		}
-		if id, ok := parseString(fieldOr(block, "toolCallId")); !ok || id != callID {
+		if id, ok := jsjson.StringValue(fieldOr(block, "toolCallId")); !ok || id != callID {
 			return fail("message has mismatched tool call ids")
 		}
 	}
 	return nil
 }
 
-func hasProviderModel(o object) bool {
+func hasProviderModel(o jsjson.Object) bool {
 	return nonEmptyString(fieldOr(o, "provider")) && nonEmptyString(fieldOr(o, "model"))
 }
 
@@ -108,25 +112,25 @@ func checkRequestHeader(e Event, pos int64) *ValidationError {
 	fail := func(problem string) *ValidationError {
 		return failf(pos, RuleRequestHeaderShape, "seed request/header at index %d %s", pos, problem)
 	}
-	header, _ := path(e.Data, "header")
-	headerObj, isObj := parseObject(header)
-	config, _ := parseObject(fieldOr(headerObj, "config"))
+	header, _ := jsjson.Path(e.Data, "header")
+	headerObj, isObj := jsjson.SplitObject(header)
+	config, _ := jsjson.SplitObject(fieldOr(headerObj, "config"))
 	if !isObj || !hasProviderModel(config) {
 		return fail("lacks provider/model")
 	}
-	if raw, present := config.get("reasoningEffort"); present && !nonEmptyString(raw) {
+	if raw, present := config.Get("reasoningEffort"); present && !nonEmptyString(raw) {
 		return fail("has an invalid reasoningEffort")
 	}
-	raw, present := headerObj.get("adapterDefaults")
+	raw, present := headerObj.Get("adapterDefaults")
 	if !present {
 		return nil
 	}
-	defaults, ok := parseObject(raw)
-	if !ok || !defaults.hasOnlyKeys(nil, "reasoningEffort", "maxTokens") {
+	defaults, ok := jsjson.SplitObject(raw)
+	if !ok || !defaults.HasOnlyKeys(nil, "reasoningEffort", "maxTokens") {
 		return fail("has invalid adapterDefaults")
 	}
 	for _, m := range defaults {
-		if !isTrue(fieldOr(defaults, m.key)) || !config.has(m.key) {
+		if !isTrue(fieldOr(defaults, m.Key)) || !config.Has(m.Key) {
 			return fail("has invalid adapterDefaults")
 		}
 	}
@@ -139,8 +143,8 @@ func checkLegacyVocabulary(id string, e Event, pos int64) *ValidationError {
 	case "request/header-delta", "mode/set":
 		return failf(pos, RuleLegacyVocabulary, "session \"%s\" contains unsupported legacy %s event at seq %d", id, e.Type, e.Seq)
 	case "request/header":
-		if reason, ok := path(e.Data, "reason"); ok {
-			if s, _ := parseString(reason); s == "fallback" {
+		if reason, ok := jsjson.Path(e.Data, "reason"); ok {
+			if s, _ := jsjson.StringValue(reason); s == "fallback" {
 				return failf(pos, RuleLegacyVocabulary, `session "%s" contains unsupported legacy request/header reason "fallback" at seq %d`, id, e.Seq)
 			}
 		}

@@ -41,8 +41,8 @@ func (v *Validator) planSurface(e Event, pos int64) (surfacePlan, *ValidationErr
 	}
 	plan := surfacePlan{join: true}
 	var shadowed []int64
-	if s, ok := parseString(e.SurfaceOp); !ok || s != "append" {
-		op, isObj := parseObject(e.SurfaceOp)
+	if s, ok := jsjson.StringValue(e.SurfaceOp); !ok || s != "append" {
+		op, isObj := jsjson.SplitObject(e.SurfaceOp)
 		if !isObj {
 			return fail(RuleSurfaceOpInvalid, "session event \"%s\" carries an invalid surfaceOp", e.Type)
 		}
@@ -89,15 +89,15 @@ func (v *Validator) planSurface(e Event, pos int64) (surfacePlan, *ValidationErr
 
 // replaceOp reads the exact replace shape {op:"replace", start, end} with
 // start and end non-negative safe integers.
-func replaceOp(op object, r formatRules) (start, end int64, ok bool) {
-	if !op.hasExactKeys("op", r.replaceStart, r.replaceEnd) {
+func replaceOp(op jsjson.Object, r formatRules) (start, end int64, ok bool) {
+	if !op.HasExactKeys("op", r.replaceStart, r.replaceEnd) {
 		return 0, 0, false
 	}
-	if s, _ := parseString(fieldOr(op, "op")); s != "replace" {
+	if s, _ := jsjson.StringValue(fieldOr(op, "op")); s != "replace" {
 		return 0, 0, false
 	}
-	start, okStart := parseSafeInt(fieldOr(op, r.replaceStart))
-	end, okEnd := parseSafeInt(fieldOr(op, r.replaceEnd))
+	start, _, okStart := jsjson.SafeInteger(fieldOr(op, r.replaceStart))
+	end, _, okEnd := jsjson.SafeInteger(fieldOr(op, r.replaceEnd))
 	if !okStart || !okEnd || start < 0 || end < 0 {
 		return 0, 0, false
 	}
@@ -114,7 +114,7 @@ func checkProvenance(e Event, shadowed []int64) (rule, msg string) {
 		}
 		nonEarlier := int64(-1)
 		for _, s := range e.SourceEventSeqs {
-			if s < 0 || s > maxSafeInteger {
+			if s < 0 || s > jsjson.MaxSafeInteger {
 				return RuleSourceSeqsRange, fmt.Sprintf("session event \"%s\" sourceEventSeqs must densely contain non-negative safe integers", e.Type)
 			}
 			sources[s] = true
@@ -148,13 +148,13 @@ func checkProvenance(e Event, shadowed []int64) (rule, msg string) {
 // comparison a string equality and keeps the (possibly large) tool output
 // out of the validator state.
 func toolResultRest(data []byte, direct bool) string {
-	o, _ := parseObject(data)
+	o, _ := jsjson.SplitObject(data)
 	var b []byte
 	b = appendCanonicalObject(b, o, func(b []byte, key string, val []byte) []byte {
 		if key != "message" {
 			return appendCanonical(b, val)
 		}
-		msg, _ := parseObject(val)
+		msg, _ := jsjson.SplitObject(val)
 		return appendCanonicalObject(b, withKey(msg, "content"), func(b []byte, key string, val []byte) []byte {
 			if key != "content" {
 				return appendCanonical(b, val)
@@ -163,10 +163,10 @@ func toolResultRest(data []byte, direct bool) string {
 				// A tool-role message (V4) holds its output directly.
 				return append(b, "null"...)
 			}
-			blocks, _ := parseArray(val)
-			var first object
+			blocks, _ := jsjson.ArrayElements(val)
+			var first jsjson.Object
 			if len(blocks) > 0 {
-				first, _ = parseObject(blocks[0])
+				first, _ = jsjson.SplitObject(blocks[0])
 			}
 			b = append(b, '[')
 			b = appendCanonicalObject(b, withKey(first, "content"), func(b []byte, key string, val []byte) []byte {
@@ -183,17 +183,17 @@ func toolResultRest(data []byte, direct bool) string {
 
 // withKey returns o with key present (as null when it was absent), which is
 // what DSH's spread-then-assign produces.
-func withKey(o object, key string) object {
-	if o.has(key) {
+func withKey(o jsjson.Object, key string) jsjson.Object {
+	if o.Has(key) {
 		return o
 	}
-	return append(slices.Clip(o), member{key: key, val: []byte("null")})
+	return append(slices.Clip(o), jsjson.Member{Key: key, Value: []byte("null")})
 }
 
 // appendCanonicalObject writes o with sorted distinct keys, each value
 // written by value.
-func appendCanonicalObject(b []byte, o object, value func(b []byte, key string, val []byte) []byte) []byte {
-	keys := o.keys()
+func appendCanonicalObject(b []byte, o jsjson.Object, value func(b []byte, key string, val []byte) []byte) []byte {
+	keys := o.Keys()
 	slices.Sort(keys)
 	b = append(b, '{')
 	for i, k := range keys {

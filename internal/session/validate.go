@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
 )
 
 // knownTypes is DSH 0.1.0-rc.8's KNOWN_SESSION_EVENT_TYPES (48 entries). An
@@ -40,19 +42,19 @@ func ValidateHeader(h Header) error {
 	if h.ID == "" {
 		return headerFail(RuleHeaderID, "session header id must be a non-empty string")
 	}
-	if h.CreatedAt < 0 || h.CreatedAt > maxSafeInteger {
+	if h.CreatedAt < 0 || h.CreatedAt > jsjson.MaxSafeInteger {
 		return headerFail(RuleHeaderCreatedAt, "session header createdAt must be a non-negative safe integer")
 	}
 	if h.Cwd != nil && !filepath.IsAbs(*h.Cwd) {
 		return headerFail(RuleHeaderCwd, `session header cwd must be an absolute path, got "`+*h.Cwd+`"`)
 	}
-	if h.SeedLength != nil && (*h.SeedLength < 0 || *h.SeedLength > maxSafeInteger) {
+	if h.SeedLength != nil && (*h.SeedLength < 0 || *h.SeedLength > jsjson.MaxSafeInteger) {
 		return headerFail(RuleHeaderSeedLength, "session header seedLength must be a non-negative safe integer")
 	}
 	if h.Origin != nil && *h.Origin != OriginSubagent {
 		return headerFail(RuleHeaderOrigin, `session header origin must be "subagent"`)
 	}
-	if h.DelegationDepth != nil && (*h.DelegationDepth < 0 || *h.DelegationDepth > maxSafeInteger) {
+	if h.DelegationDepth != nil && (*h.DelegationDepth < 0 || *h.DelegationDepth > jsjson.MaxSafeInteger) {
 		return headerFail(RuleHeaderDelegationDepth, "session header delegationDepth must be a non-negative safe integer")
 	}
 	return nil
@@ -174,10 +176,10 @@ func checkEnvelope(e Event, pos int64) *ValidationError {
 	if len(e.UnknownKeys) > 0 {
 		return failf(pos, RuleEnvelopeKeys, "seed event at index %d has an invalid event envelope: unknown key %q", pos, e.UnknownKeys[0])
 	}
-	if e.Seq < 0 || e.Seq > maxSafeInteger {
+	if e.Seq < 0 || e.Seq > jsjson.MaxSafeInteger {
 		return failf(pos, RuleEnvelopeSeq, "seed event at index %d has an invalid event envelope: seq %d is not a non-negative safe integer", pos, e.Seq)
 	}
-	if e.Time < -maxSafeInteger || e.Time > maxSafeInteger {
+	if e.Time < -jsjson.MaxSafeInteger || e.Time > jsjson.MaxSafeInteger {
 		return failf(pos, RuleEnvelopeTime, "seed event at index %d has an invalid event envelope: time %d is not a safe integer", pos, e.Time)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/jsjson"
 )
 
 func strp(s string) *string { return &s }
@@ -117,8 +118,8 @@ func ruleCases(t *testing.T) []ruleCase {
 		},
 		{
 			name: "envelope-time", rule: RuleEnvelopeTime, seq: 2, msg: "time 9007199254740992 is not a safe integer",
-			valid:   eventsFrom(t, baseLog(), func(e []Event) { e[2].Time = -maxSafeInteger }),
-			invalid: eventsFrom(t, baseLog(), func(e []Event) { e[2].Time = maxSafeInteger + 1 }),
+			valid:   eventsFrom(t, baseLog(), func(e []Event) { e[2].Time = -jsjson.MaxSafeInteger }),
+			invalid: eventsFrom(t, baseLog(), func(e []Event) { e[2].Time = jsjson.MaxSafeInteger + 1 }),
 		},
 		{
 			name: "envelope-data absent", rule: RuleEnvelopeData, seq: 7, msg: "data is absent",
@@ -428,7 +429,7 @@ func TestValidateHeaderRules(t *testing.T) {
 			`session "s-1" uses log format v-1, older than the supported v0, and this build ships no upgrade path for it`},
 		{"empty id", func(h *Header) { h.ID = "" }, RuleHeaderID, "session header id must be a non-empty string"},
 		{"negative createdAt", func(h *Header) { h.CreatedAt = -1 }, RuleHeaderCreatedAt, "session header createdAt must be a non-negative safe integer"},
-		{"unsafe createdAt", func(h *Header) { h.CreatedAt = maxSafeInteger + 1 }, RuleHeaderCreatedAt, "createdAt must be a non-negative safe integer"},
+		{"unsafe createdAt", func(h *Header) { h.CreatedAt = jsjson.MaxSafeInteger + 1 }, RuleHeaderCreatedAt, "createdAt must be a non-negative safe integer"},
 		{"relative cwd", func(h *Header) { h.Cwd = strp("{{cwd}}") }, RuleHeaderCwd, `session header cwd must be an absolute path, got "{{cwd}}"`},
 		{"negative seedLength", func(h *Header) { h.SeedLength = intp(-1) }, RuleHeaderSeedLength, "session header seedLength must be a non-negative safe integer"},
 		{"foreign origin", func(h *Header) { h.Origin = strp("external") }, RuleHeaderOrigin, `session header origin must be "subagent"`},

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"unicode/utf8"
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 )
@@ -84,6 +82,11 @@ var (
 		"agentProvider": true, "agentModel": true, "agentReasoningEffort": true, "persona": true, "toolFilter": true,
 	}
 	toolFilterKeys = map[string]bool{"allow": true, "deny": true}
+	// descriptorKeys are every key above: the reader takes these strings
+	// rather than copying each key (a cold listing reads one payload per
+	// child).
+	descriptorKeys = []string{"version", "mode", "provider", "label", "agentProvider", "agentModel",
+		"agentReasoningEffort", "persona", "toolFilter", "allow", "deny"}
 )
 
 // ParseDescriptor reads one descriptor payload with DSH's checks in DSH's
@@ -133,13 +136,13 @@ func parseDescriptorOf(raw json.RawMessage, d *Descriptor, later bool) (supporte
 		// bytes; not being JSON at all is still "not an object".
 		return false, malformed("payload must be an object")
 	}
-	// Room for every key a payload may hold, on the stack.
-	var members [9]member
-	payload, ok := decodeObject(raw, members[:0])
+	// Room for every key a payload may hold (each once), on the stack.
+	var members [9]jsjson.Member
+	payload, ok := jsjson.AppendObject(members[:0], raw, descriptorKeys)
 	if !ok {
 		return false, malformed("payload must be an object")
 	}
-	version, ok := payload.get("version")
+	version, ok := payload.Get("version")
 	if !ok || kindOf(version) != kindNumber {
 		return false, malformed("version must be a number")
 	}
@@ -151,7 +154,7 @@ func parseDescriptorOf(raw json.RawMessage, d *Descriptor, later bool) (supporte
 	default:
 		return false, nil
 	}
-	modeRaw, _ := payload.get("mode")
+	modeRaw, _ := payload.Get("mode")
 	mode, ok := modeValue(modeRaw)
 	if !ok {
 		return false, malformed(`mode must be "one-shot" or "continuable"`)
@@ -164,11 +167,11 @@ func parseDescriptorOf(raw json.RawMessage, d *Descriptor, later bool) (supporte
 	case d.Mode == ModeContinuable:
 		allowed = continuableKeys
 	}
-	if key, found := payload.firstUnknown(allowed); found {
+	if key, found := payload.FirstUnknown(allowed); found {
 		return false, malformed(`payload has unknown field "%s"`, key)
 	}
-	providerRaw, _ := payload.get("provider")
-	provider, ok := stringValue(providerRaw)
+	providerRaw, _ := payload.Get("provider")
+	provider, ok := jsjson.StringValue(providerRaw)
 	if !ok {
 		return false, malformed("provider must be a string")
 	}
@@ -181,8 +184,8 @@ func parseDescriptorOf(raw json.RawMessage, d *Descriptor, later bool) (supporte
 		d.Label = label
 		return true, nil
 	}
-	labelRaw, _ := payload.get("label")
-	label, ok := stringValue(labelRaw)
+	labelRaw, _ := payload.Get("label")
+	label, ok := jsjson.StringValue(labelRaw)
 	if !ok {
 		return false, malformed("label must be a string")
 	}
@@ -201,7 +204,7 @@ func parseDescriptorOf(raw json.RawMessage, d *Descriptor, later bool) (supporte
 	if d.Persona, err = optionalString(payload, "persona"); err != nil {
 		return false, err
 	}
-	if raw, present := payload.get("toolFilter"); present {
+	if raw, present := payload.Get("toolFilter"); present {
 		tf, err := parseToolFilter(raw)
 		if err != nil {
 			return false, err
@@ -221,7 +224,7 @@ func modeValue(raw json.RawMessage) (Mode, bool) {
 		return ModeContinuable, true
 	}
 	// Escaped spellings of a mode name it all the same.
-	switch s, _ := stringValue(raw); Mode(s) {
+	switch s, _ := jsjson.StringValue(raw); Mode(s) {
 	case ModeOneShot, ModeContinuable:
 		return Mode(s), true
 	}
@@ -230,12 +233,12 @@ func modeValue(raw json.RawMessage) (Mode, bool) {
 
 // optionalString reads a key that may be absent; present, it must be a
 // string (null is not).
-func optionalString(obj object, key string) (*string, error) {
-	raw, present := obj.get(key)
+func optionalString(obj jsjson.Object, key string) (*string, error) {
+	raw, present := obj.Get(key)
 	if !present {
 		return nil, nil
 	}
-	s, ok := stringValue(raw)
+	s, ok := jsjson.StringValue(raw)
 	if !ok {
 		return nil, malformed("%s must be a string", key)
 	}
@@ -243,15 +246,15 @@ func optionalString(obj object, key string) (*string, error) {
 }
 
 func parseToolFilter(raw json.RawMessage) (*ToolFilter, error) {
-	obj, ok := decodeObject(raw, nil)
+	obj, ok := jsjson.AppendObject(nil, raw, descriptorKeys)
 	if !ok {
 		return nil, malformed("toolFilter must be an object")
 	}
-	if key, found := obj.firstUnknown(toolFilterKeys); found {
+	if key, found := obj.FirstUnknown(toolFilterKeys); found {
 		return nil, malformed(`toolFilter has unknown field "%s"`, key)
 	}
 	var tf ToolFilter
-	allow, hasAllow := obj.get("allow")
+	allow, hasAllow := obj.Get("allow")
 	if hasAllow {
 		list, ok := stringList(allow)
 		if !ok {
@@ -259,7 +262,7 @@ func parseToolFilter(raw json.RawMessage) (*ToolFilter, error) {
 		}
 		tf.Allow = list
 	}
-	deny, hasDeny := obj.get("deny")
+	deny, hasDeny := obj.Get("deny")
 	if hasDeny {
 		list, ok := stringList(deny)
 		if !ok {
@@ -376,27 +379,8 @@ func kindOf(raw json.RawMessage) jsonKind {
 // numberIs reports whether a JSON number equals want as a JavaScript number
 // would (an overflowing literal is Infinity, which equals nothing finite).
 func numberIs(raw json.RawMessage, want float64) bool {
-	// The text is a valid JSON number, so the only possible error is
-	// ErrRange, which comes with ±Inf: JavaScript's Infinity.
-	f, _ := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
-	return f == want
-}
-
-// stringValue decodes a JSON string taken from valid JSON text.
-func stringValue(raw json.RawMessage) (string, bool) {
-	if kindOf(raw) != kindString {
-		return "", false
-	}
-	raw = bytes.TrimSpace(raw)
-	if inner := raw[1 : len(raw)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		// No escapes: the text between the quotes is the string.
-		return string(inner), true
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false
-	}
-	return s, true
+	f, ok := jsjson.NumberValue(raw)
+	return ok && f == want
 }
 
 // stringList decodes an array whose every element is a string. An empty
@@ -405,13 +389,13 @@ func stringList(raw json.RawMessage) ([]string, bool) {
 	if kindOf(raw) != kindArray {
 		return nil, false
 	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(raw, &elems); err != nil {
+	elems, ok := jsjson.ArrayElements(raw)
+	if !ok {
 		return nil, false
 	}
 	list := make([]string, 0, len(elems))
 	for _, e := range elems {
-		s, ok := stringValue(e)
+		s, ok := jsjson.StringValue(e)
 		if !ok {
 			return nil, false
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/catalog"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/projcache"
 	"github.com/dsh-project/dsh/internal/session"
 )
@@ -180,7 +181,7 @@ func (rt *Runtime) planStart(ctx context.Context, req StartRequest) (*startPlan,
 	default:
 		return nil, dsherr.New(dsherr.Usage, "unknown mode %q (want %s or %s)", req.Mode, ModeContinuable, ModeOneShot)
 	}
-	if req.MaxDepth < 0 || req.MaxDepth > maxSafeInteger {
+	if req.MaxDepth < 0 || req.MaxDepth > jsjson.MaxSafeInteger {
 		return nil, dsherr.New(dsherr.InvalidInput, "subagent maxDepth must be a non-negative safe integer")
 	}
 	cfg := req.Provider
@@ -404,8 +405,9 @@ func lastTurnNumber(events []session.Event) int64 {
 		if e.Type != session.TypeTurnStart && e.Type != session.TypeTurnEnd {
 			continue
 		}
-		if obj, err := flatObject(e.Data); err == nil {
-			if n, ok := seqValue(obj["turn"]); ok {
+		if obj, err := checkedObject(e.Data); err == nil {
+			turn, _ := obj.Get("turn")
+			if n, ok := seqValue(turn); ok {
 				return n
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/projcache"
@@ -62,23 +61,23 @@ func IdentityFromView(raw json.RawMessage) (*Identity, error) {
 // decodeIdentityView is IdentityFromView for any JSON text: the strict
 // general decoder.
 func decodeIdentityView(raw json.RawMessage) (*Identity, error) {
-	obj, err := flatObject(raw)
+	obj, err := checkedObject(raw)
 	if err != nil {
 		return nil, fmt.Errorf("subagent view %w", err)
 	}
-	if key, found := unknownKey(obj, identityKeys); found {
+	if key, found := obj.FirstUnknown(identityKeys); found {
 		return nil, fmt.Errorf("subagent view has unknown field %q", key)
 	}
 	var id Identity
-	modeRaw := obj["mode"]
-	switch mode, _ := stringValue(modeRaw); Mode(mode) {
+	modeRaw, _ := obj.Get("mode")
+	switch mode, _ := jsjson.StringValue(modeRaw); Mode(mode) {
 	case ModeOneShot, ModeContinuable:
 		id.Mode = Mode(mode)
 	default:
 		return nil, errors.New(`subagent view mode must be "one-shot" or "continuable"`)
 	}
-	if labelRaw, present := obj["label"]; present {
-		label, ok := stringValue(labelRaw)
+	if labelRaw, present := obj.Get("label"); present {
+		label, ok := jsjson.StringValue(labelRaw)
 		if !ok {
 			return nil, errors.New("subagent view label must be a string")
 		}
@@ -86,7 +85,8 @@ func decodeIdentityView(raw json.RawMessage) (*Identity, error) {
 	} else if id.Mode == ModeContinuable {
 		return nil, errors.New("subagent view of a continuable child must have a label")
 	}
-	seq, ok := seqValue(obj["seq"])
+	seqRaw, _ := obj.Get("seq")
+	seq, ok := seqValue(seqRaw)
 	if !ok {
 		return nil, errors.New("subagent view seq must be a non-negative integer")
 	}
@@ -96,22 +96,10 @@ func decodeIdentityView(raw json.RawMessage) (*Identity, error) {
 
 var identityKeys = map[string]bool{"mode": true, "label": true, "seq": true}
 
-// maxSafeInteger is JavaScript's Number.MAX_SAFE_INTEGER.
-const maxSafeInteger = 1<<53 - 1
-
 // seqValue reads a JSON number that must be a non-negative safe integer.
 func seqValue(raw json.RawMessage) (int64, bool) {
-	if kindOf(raw) != kindNumber {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64)
-	if err != nil {
-		return 0, false
-	}
-	if f < 0 || f > maxSafeInteger || f != float64(int64(f)) {
-		return 0, false
-	}
-	return int64(f), true
+	n, _, ok := jsjson.SafeInteger(raw)
+	return n, ok && n >= 0
 }
 
 // OwnSuffix reports whether an event at seq belongs to a session's own
@@ -190,14 +178,14 @@ func (identityUnit) View(state json.RawMessage) (json.RawMessage, error) {
 			return id.appendJSON(nil), nil
 		}
 	}
-	obj, err := flatObject(state)
+	obj, err := checkedObject(state)
 	if err != nil {
 		return nil, fmt.Errorf("subagent state %w", err)
 	}
-	if key, found := unknownKey(obj, stateKeys); found {
+	if key, found := obj.FirstUnknown(stateKeys); found {
 		return nil, fmt.Errorf("subagent state has unknown field %q", key)
 	}
-	raw, present := obj["identity"]
+	raw, present := obj.Get("identity")
 	if !present {
 		return json.RawMessage("null"), nil
 	}
@@ -213,26 +201,16 @@ func (identityUnit) View(state json.RawMessage) (json.RawMessage, error) {
 
 var stateKeys = map[string]bool{"identity": true}
 
-// flatObject decodes a JSON object's members without their order: states
-// and views are dsh's own data, checked for validity, not reported on key by
-// key as a descriptor is, and this runs once per cached child in a listing.
-func flatObject(raw json.RawMessage) (map[string]json.RawMessage, error) {
+// checkedObject reads a JSON object that may not be valid text: states and
+// views are dsh's own data, but a checkpoint may have been written by
+// another process.
+func checkedObject(raw json.RawMessage) (jsjson.Object, error) {
 	if kindOf(raw) != kindObject {
 		return nil, errors.New("must be an object")
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil {
+	obj, err := jsjson.ParseObject(raw)
+	if err != nil {
 		return nil, fmt.Errorf("is not JSON: %w", err)
 	}
 	return obj, nil
-}
-
-// unknownKey returns some key of obj outside allowed.
-func unknownKey(obj map[string]json.RawMessage, allowed map[string]bool) (string, bool) {
-	for k := range obj {
-		if !allowed[k] {
-			return k, true
-		}
-	}
-	return "", false
 }

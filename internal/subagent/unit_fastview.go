@@ -3,6 +3,8 @@ package subagent
 import (
 	"bytes"
 	"strconv"
+
+	"github.com/dsh-project/dsh/internal/jsjson"
 )
 
 // canonicalIdentity reads a view in exactly the form Identity.appendJSON
@@ -58,7 +60,7 @@ func scanCanonicalIdentity(raw []byte) (mode Mode, label []byte, seq int64, ok b
 		}
 	}
 	seq, err := strconv.ParseInt(string(digits), 10, 64)
-	if err != nil || seq > maxSafeInteger {
+	if err != nil || seq > jsjson.MaxSafeInteger {
 		return "", nil, 0, false
 	}
 	return mode, label, seq, true
