@@ -100,6 +100,9 @@ func serveCorpus(t *testing.T) {
 		{"start", "--parent", "tree-b", "--id", "tree-c", "--label", "level three", "--message", "c", "--max-depth", "5"},
 		{"start", "--parent", "demo-parent", "--id", `<script>window.pwned=1</script>`, "--label", `<img src=x onerror="window.pwned=1">`, "--message", "x"},
 		{"start", "--parent", "demo-parent", "--id", "quote\"'&amp;", "--label", "bidi \u202eevil\u202c text", "--message", "y", "--mode", "one-shot"},
+		// Ids a path would split or resolve.
+		{"start", "--parent", "tree-a", "--id", "a/b", "--label", "slash", "--message", "s", "--max-depth", "5"},
+		{"start", "--parent", "a/b", "--id", "..", "--label", "dots", "--message", "d", "--max-depth", "5"},
 	} {
 		if _, stderr, code := runDsh(t, args...); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
@@ -194,7 +197,7 @@ func checkAPI(t *testing.T, s served, ids []string) {
 	same("leases of demo-parent", status, body, cli(t, "lease", "ls", "--parent", "demo-parent", "-o", "json"))
 
 	for _, id := range ids {
-		esc := url.PathEscape(id)
+		esc := pathSegment(id)
 		status, _, body = s.get(t, "/api/v1/sessions/"+esc)
 		same("session "+id, status, body, cli(t, "session", "show", id, "-o", "json"))
 		for _, q := range []struct {
@@ -249,6 +252,13 @@ func checkAPI(t *testing.T, s served, ids []string) {
 		t.Errorf("descendants came in %d pages of 2", pages)
 	}
 
+	// The next page's link of a parent whose id holds a slash.
+	if status, h, _ := s.get(t, "/api/v1/sessions/tree-a/children?limit=1"); status != http.StatusOK || !strings.HasPrefix(h.Get("Link"), "</api/v1/sessions/tree-a/children?") {
+		t.Errorf("tree-a's first page: %d Link %q", status, h.Get("Link"))
+	}
+	if status, h, body := s.get(t, "/api/v1/sessions/a%2Fb/children?scope=descendants&limit=1"); status != http.StatusOK || h.Get("Link") != "" || !strings.Contains(string(body), `"id":".."`) {
+		t.Errorf("a/b's only page: %d Link %q %s", status, h.Get("Link"), body)
+	}
 	for _, q := range []struct {
 		query string
 		args  []string
@@ -323,6 +333,15 @@ func checkAPI(t *testing.T, s served, ids []string) {
 			t.Errorf("%s: %d %s, want %d %s", c.path, status, body, c.status, c.code)
 		}
 	}
+}
+
+// pathSegment is id as one segment of a URL path: "." and ".." escaped
+// too, as the pages' links escape them.
+func pathSegment(id string) string {
+	if id == "." || id == ".." {
+		return strings.ReplaceAll(id, ".", "%2E")
+	}
+	return url.PathEscape(id)
 }
 
 func joinRaw(items []json.RawMessage) string {
@@ -528,6 +547,15 @@ func TestServePagesEscape(t *testing.T) {
 	status, _, body = s.get(t, "/sessions/"+url.PathEscape(`<script>window.pwned=1</script>`))
 	if status != http.StatusOK || strings.Contains(string(body), "<script>window") {
 		t.Errorf("hostile session page: %d", status)
+	}
+	// Ids a path would split or resolve link to their own pages.
+	status, _, body = s.get(t, "/sessions/a%2Fb")
+	if status != http.StatusOK || !strings.Contains(string(body), `<a class="child" href="/sessions/%2E%2E">..</a>`) {
+		t.Errorf("page of a/b: %d %s", status, body)
+	}
+	status, _, body = s.get(t, "/sessions/%2E%2E")
+	if status != http.StatusOK || !strings.Contains(string(body), `<a href="/sessions/a%2Fb">a/b</a>`) {
+		t.Errorf("page of ..: %d %s", status, body)
 	}
 }
 

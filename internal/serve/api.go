@@ -203,8 +203,7 @@ func setNext(w http.ResponseWriter, r *http.Request, next string) {
 	}
 	q := r.URL.Query()
 	q.Set("cursor", next)
-	u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
-	w.Header().Set("Link", "<"+u.RequestURI()+`>; rel="next"`)
+	w.Header().Set("Link", "<"+r.URL.EscapedPath()+"?"+q.Encode()+`>; rel="next"`)
 	w.Header().Set("X-Next-Cursor", next)
 }
 

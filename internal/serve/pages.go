@@ -82,8 +82,15 @@ func newPages() (*pages, error) {
 }
 
 // sessionHref is a session page's address; the id is one path segment
-// whatever it holds.
-func sessionHref(id string) string { return "/sessions/" + url.PathEscape(id) }
+// whatever it holds ("." and "..", which a path would resolve, escaped
+// too).
+func sessionHref(id string) string {
+	seg := url.PathEscape(id)
+	if id == "." || id == ".." {
+		seg = strings.ReplaceAll(id, ".", "%2E")
+	}
+	return "/sessions/" + seg
+}
 
 func (p *pages) fail(w http.ResponseWriter, status int, code dsherr.Code, msg string) {
 	var buf bytes.Buffer

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -169,8 +168,11 @@ func (s *Server) secure(next http.Handler) http.Handler {
 			// The token leaves the address bar (and history) at once.
 			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.cfg.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 			q.Del("token")
-			u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
-			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			u := r.URL.EscapedPath()
+			if len(q) > 0 {
+				u += "?" + q.Encode()
+			}
+			http.Redirect(w, r, u, http.StatusSeeOther)
 			return
 		}
 		if !s.tokenOK(requestToken(r)) {

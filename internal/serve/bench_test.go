@@ -1,0 +1,88 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/dshcompat"
+	"github.com/dsh-project/dsh/internal/gencorpus"
+	"github.com/dsh-project/dsh/internal/location"
+	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/sqlitepersist"
+	"github.com/dsh-project/dsh/internal/subagent"
+)
+
+// pageChildren is the benchmark parent's size: the issue's 10,000 children.
+const pageChildren = 10_000
+
+// BenchmarkDescendantsPage measures the descendants page of a parent with
+// 10,000 children (GET /sessions/P?scope=descendants: header, findings,
+// last events and the first page of the tree) against what `dsh list
+// --scope descendants -o json` does on the same store (the whole listing,
+// printed), alternating the two in each iteration so that both see the
+// same load; page/list is the ratio of their total times, median-page/list
+// the median of the iterations' ratios (goal: at most 2).
+func BenchmarkDescendantsPage(b *testing.B) {
+	ctx := context.Background()
+	st, err := sqlitepersist.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlitepersist.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := gencorpus.Generate(ctx, st, gencorpus.Spec{Children: pageChildren, Sessions: pageChildren + 1, MinEvents: 8, MaxEvents: 16}); err != nil {
+		b.Fatal(err)
+	}
+	lister := func() *subagent.Lister { return subagent.NewStoreLister(st, st, 4) }
+	s, err := New(Corpus{
+		Reader:      st,
+		Lister:      lister,
+		View:        func(ctx context.Context, fn func(location.Reader) error) error { return fn(st) },
+		LookupError: func(_ string, err error) error { return err },
+	}, Config{Profile: dshcompat.Default})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := s.Handler()
+	var list, page time.Duration
+	var ratios []float64
+	var out bytes.Buffer
+	for b.Loop() {
+		t0 := time.Now()
+		rows, err := lister().ListDescendants(ctx, gencorpus.DefaultParent)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out.Reset()
+		if err := render.New(&out, render.Options{Format: render.JSON}).Listing(rows, corpus.ScopeDescendants); err != nil {
+			b.Fatal(err)
+		}
+		if len(rows) < pageChildren {
+			b.Fatalf("%d rows", len(rows))
+		}
+		t1 := time.Now()
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "/sessions/"+gencorpus.DefaultParent+"?scope=descendants", nil)
+		req.Host = "127.0.0.1:7420"
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`rel="next"`)) {
+			b.Fatalf("page: %d %.300s", rec.Code, rec.Body.String())
+		}
+		t2 := time.Now()
+		page += t2.Sub(t1)
+		list += t1.Sub(t0)
+		ratios = append(ratios, float64(t2.Sub(t1))/float64(t1.Sub(t0)))
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(float64(list.Milliseconds())/float64(b.N), "list-ms/op")
+	b.ReportMetric(float64(page.Milliseconds())/float64(b.N), "page-ms/op")
+	b.ReportMetric(float64(page)/float64(list), "page/list")
+	// The median pair is what one iteration's load does not decide.
+	b.ReportMetric(ratios[len(ratios)/2], "median-page/list")
+}
