@@ -14,12 +14,20 @@ import (
 )
 
 // dialect is PostgreSQL's side of the statements the two stores share
-// (package sqlstore): a set of ids is one text[] parameter, and a header
+// (package sqlstore): sessions keep their insertion order in an identity
+// column, a set of ids is one text[] parameter, and a header
 // scans straight into its pointer fields.
 var dialect = sqlstore.Dialect{
-	InIDs:         func(column string) string { return column + " = ANY(?::text[])" },
-	IDs:           func(ids []string) any { return ids },
-	NewHeaderScan: func() sqlstore.HeaderScan { return new(headerScan) },
+	InsertionOrder: "inserted",
+	InIDs:          func(column string) string { return column + " = ANY(?::text[])" },
+	IDs:            func(ids []string) any { return ids },
+	NewHeaderScan:  func() sqlstore.HeaderScan { return new(headerScan) },
+}
+
+// headerTargets scans the header columns straight into h: pgx sets a
+// pointer field to nil for NULL, so absent stays absent.
+func headerTargets(h *session.Header) []any {
+	return []any{&h.ID, &h.Version, &h.CreatedAt, &h.Cwd, &h.ParentSession, &h.SeedLength, &h.Origin, &h.DelegationDepth, &h.AgentPreset}
 }
 
 // headerScan scans into one header whose fields it clears after each row:
@@ -60,6 +68,10 @@ func (d sharedDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
 func (d sharedDB) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
 	return d.s.update(ctx, func(view *Store) error { return fn(pgTx{view.tx}) })
 }
+
+// OneCursor: a view's transaction is one connection, which cannot run
+// another statement while a cursor is open on it ("conn busy").
+func (d sharedDB) OneCursor() bool { return d.s.tx != nil }
 
 func (d sharedDB) StoreError(err error, what string) error { return d.s.storeError(err, what) }
 

@@ -2,7 +2,6 @@ package sqlitepersist
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -160,103 +159,4 @@ func seqGaps(ctx context.Context, q Querier, id string) ([]backend.SeqGap, error
 		gaps = append(gaps, g)
 	}
 	return gaps, rows.Err()
-}
-
-// CountSessions counts the stored sessions, or only those with origin
-// "subagent" when subagentOnly is set.
-func (s *Store) CountSessions(ctx context.Context, subagentOnly bool) (int, error) {
-	query := "SELECT count(*) FROM sessions"
-	if subagentOnly {
-		query += " WHERE origin = 'subagent'"
-	}
-	var n int
-	if err := s.Querier().QueryRowContext(ctx, query).Scan(&n); err != nil {
-		return 0, s.storeError(err, "count sessions")
-	}
-	return n, nil
-}
-
-// EachParent calls fn with every distinct parentSession value, in byte
-// order: of any session, or of subagent-origin sessions when subagentOnly is
-// set. It pages through the parent index, so no cursor stays open while fn
-// runs.
-func (s *Store) EachParent(ctx context.Context, subagentOnly bool, fn func(parent string) error) error {
-	filter := "parent_session IS NOT NULL"
-	if subagentOnly {
-		filter = "origin = 'subagent' AND parent_session IS NOT NULL"
-	}
-	return s.eachDistinct(ctx, "SELECT DISTINCT parent_session FROM sessions WHERE "+filter, "parent_session", "list parents", fn)
-}
-
-// CatalogSessions calls fn, in id order, with every session whose log
-// holds a subagent/catalog event. It pages through the catalog index
-// (migration 0008, whose IN list the query names so that the partial index
-// applies), so no cursor stays open while fn runs.
-func (s *Store) CatalogSessions(ctx context.Context, fn func(id string) error) error {
-	const selectIDs = "SELECT DISTINCT session_id FROM events WHERE type IN ('session/end-seed', 'subagent/catalog', 'subagent/descriptor') AND type = 'subagent/catalog'"
-	return s.eachDistinct(ctx, selectIDs, "session_id", "list catalog sessions", fn)
-}
-
-// eachDistinct calls fn with every value of selectDistinct (a SELECT
-// DISTINCT of column with a WHERE clause), in column order, a page at a
-// time, so no cursor stays open while fn runs.
-func (s *Store) eachDistinct(ctx context.Context, selectDistinct, column, what string, fn func(string) error) error {
-	const page = 512
-	first := selectDistinct + " ORDER BY " + column + " LIMIT ?"
-	next := selectDistinct + " AND " + column + " > ? ORDER BY " + column + " LIMIT ?"
-	var after *string
-	for {
-		var rows *sql.Rows
-		var err error
-		if after == nil {
-			rows, err = s.Querier().QueryContext(ctx, first, page)
-		} else {
-			rows, err = s.Querier().QueryContext(ctx, next, *after, page)
-		}
-		if err != nil {
-			return s.storeError(err, what)
-		}
-		var batch []string
-		for rows.Next() {
-			var v string
-			if err := rows.Scan(&v); err != nil {
-				rows.Close()
-				return s.storeError(err, what)
-			}
-			batch = append(batch, v)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return s.storeError(err, what)
-		}
-		for _, v := range batch {
-			if err := fn(v); err != nil {
-				return err
-			}
-		}
-		if len(batch) < page {
-			return nil
-		}
-		after = &batch[len(batch)-1]
-	}
-}
-
-// RootHeaders calls fn for every session without a parentSession (only the
-// subagent-origin ones when subagentOnly is set), in (createdAt, id) order.
-func (s *Store) RootHeaders(ctx context.Context, subagentOnly bool, fn func(session.Header) error) error {
-	query := "SELECT " + sqlstore.HeaderColumns + " FROM sessions WHERE parent_session IS NULL"
-	if subagentOnly {
-		query += " AND origin = 'subagent'"
-	}
-	return s.eachHeader(ctx, fn, "list root sessions", query+" ORDER BY created_at, id")
-}
-
-// UnverifyChildren marks the logs of parent's children as changed outside
-// dsh's write paths, as the triggers do after a foreign edit: their next
-// read validates them in full. For benchmark corpora of cold reads.
-func (s *Store) UnverifyChildren(ctx context.Context, parent string) error {
-	if _, err := s.Querier().ExecContext(ctx, "UPDATE sessions SET verified = 0 WHERE parent_session = ?", parent); err != nil {
-		return s.storeError(err, "mark the children of "+parent+" unverified")
-	}
-	return nil
 }

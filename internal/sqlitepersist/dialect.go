@@ -2,6 +2,7 @@ package sqlitepersist
 
 import (
 	"context"
+	"database/sql"
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
@@ -9,12 +10,14 @@ import (
 )
 
 // dialect is SQLite's side of the statements the two stores share
-// (package sqlstore): a set of ids is one JSON array parameter that
+// (package sqlstore): sessions keep their insertion order as rowid, a
+// set of ids is one JSON array parameter that
 // json_each walks, and a header's NULLs scan through sql.Null values.
 var dialect = sqlstore.Dialect{
-	InIDs:         func(column string) string { return column + " IN (SELECT value FROM json_each(?))" },
-	IDs:           func(ids []string) any { return jsjson.StringArray(ids) },
-	NewHeaderScan: func() sqlstore.HeaderScan { return new(headerScan) },
+	InsertionOrder: "rowid",
+	InIDs:          func(column string) string { return column + " IN (SELECT value FROM json_each(?))" },
+	IDs:            func(ids []string) any { return jsjson.StringArray(ids) },
+	NewHeaderScan:  func() sqlstore.HeaderScan { return new(headerScan) },
 }
 
 // headerScan is a headerRow whose targets are made once per query.
@@ -51,6 +54,9 @@ func (d sharedDB) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
 	return d.s.write(ctx, func(q Querier) error { return fn(sqliteTx{tracedQuerier{q}}) })
 }
 
+// OneCursor: SQLite steps any number of statements on one connection.
+func (d sharedDB) OneCursor() bool { return false }
+
 func (d sharedDB) StoreError(err error, what string) error { return d.s.storeError(err, what) }
 
 // sqliteTx is a Querier as package sqlstore runs statements: database/sql
@@ -75,4 +81,45 @@ func (t sqliteTx) Query(ctx context.Context, query string, args ...any) (sqlstor
 
 func (t sqliteTx) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
 	return t.q.QueryRowContext(ctx, query, args...)
+}
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+// headerRow holds the nullable header columns (sqlstore.HeaderColumns)
+// while scanning.
+type headerRow struct {
+	h              session.Header
+	cwd, parent    sql.NullString
+	origin, preset sql.NullString
+	seedLen, depth sql.NullInt64
+}
+
+func (r *headerRow) targets() []any {
+	return []any{&r.h.ID, &r.h.Version, &r.h.CreatedAt, &r.cwd, &r.parent, &r.seedLen, &r.origin, &r.depth, &r.preset}
+}
+
+func (r *headerRow) header() session.Header {
+	h := r.h
+	h.Cwd = optString(r.cwd)
+	h.ParentSession = optString(r.parent)
+	h.SeedLength = sqlstore.OptInt(r.seedLen)
+	h.Origin = optString(r.origin)
+	h.DelegationDepth = sqlstore.OptInt(r.depth)
+	h.AgentPreset = optString(r.preset)
+	return h
+}
+
+func optString(v sql.NullString) *string {
+	if !v.Valid {
+		return nil
+	}
+	s := v.String
+	return &s
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -49,6 +49,10 @@ type DB interface {
 	// Write runs fn atomically in one write transaction (a savepoint
 	// inside one).
 	Write(ctx context.Context, fn func(Tx) error) error
+	// OneCursor reports whether a query's rows must be read to the end
+	// before the next statement runs (a PostgreSQL view: one connection,
+	// one open cursor).
+	OneCursor() bool
 	// StoreError classifies a driver failure (STORE_UNAVAILABLE, naming
 	// the store), leaving cancellation and coded errors as they are.
 	StoreError(err error, what string) error
@@ -57,6 +61,9 @@ type DB interface {
 // Dialect is the SQL the two stores write differently, where a shared
 // method needs it.
 type Dialect struct {
+	// InsertionOrder orders sessions rows as they were stored (SQLite's
+	// rowid, PostgreSQL's identity column).
+	InsertionOrder string
 	// InIDs is the condition "column is one of the ids of one parameter",
 	// IDs(ids): how a set of ids travels as a single parameter (a JSON
 	// array that SQLite's json_each walks, a text[] for PostgreSQL's
