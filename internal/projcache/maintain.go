@@ -367,10 +367,37 @@ func (c *Cache) Rebuild(ctx context.Context, read ReadFunc, ids []string, progre
 // the record was removed).
 func (c *Cache) RebuildOne(ctx context.Context, read ReadFunc, id string, rep *RebuildReport) (*Fold, error) {
 	h, events, err := read(ctx, id)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return c.RebuildFolded(ctx, id, c.FoldLog(LogRead{Header: h, Events: events, Err: err}), rep)
+}
+
+// Refold is a log folded whole for a rebuild: its header and fold, or the
+// error its read gave.
+type Refold struct {
+	Header session.Header
+	Fold   *Fold
+	Err    error
+}
+
+// FoldLog folds log whole for RebuildFolded. It reads and writes nothing,
+// so the logs of a batch can be folded on several goroutines as they are
+// read, and only their folds held until they are written.
+func (c *Cache) FoldLog(log LogRead) Refold {
+	if log.Err != nil {
+		return Refold{Err: log.Err}
+	}
+	fold := c.reg.NewFold()
+	fold.Apply(log.Events...)
+	return Refold{Header: log.Header, Fold: fold}
+}
+
+// RebuildFolded is RebuildOne for a log FoldLog folded: it replaces id's
+// record with the fold, or removes the record when the log could not be
+// read.
+func (c *Cache) RebuildFolded(ctx context.Context, id string, r Refold, rep *RebuildReport) (*Fold, error) {
+	if err := r.Err; err != nil {
 		kind, reason := KindUnreadable, fmt.Sprintf("log cannot be read: %v", err)
 		if errors.Is(err, ErrSessionGone) {
 			kind, reason = KindOrphan, err.Error()
@@ -381,20 +408,18 @@ func (c *Cache) RebuildOne(ctx context.Context, read ReadFunc, id string, rep *R
 		rep.Removed = append(rep.Removed, Finding{SessionID: id, Kind: kind, Reason: reason})
 		return nil, nil
 	}
-	fold := c.reg.NewFold()
-	fold.Apply(events...)
-	cp, foldErr := fold.Checkpoint()
+	cp, foldErr := r.Fold.Checkpoint()
 	for _, key := range c.reg.Keys() {
 		if _, ok := cp[key]; ok {
 			continue
 		}
 		rep.UnitFailures = append(rep.UnitFailures, Finding{SessionID: id, Key: key, Kind: KindUnitFailed, Reason: failureOf(foldErr, key)})
 	}
-	if err := c.Put(ctx, h, fold.AsOfSeq(), cp); err != nil {
+	if err := c.Put(ctx, r.Header, r.Fold.AsOfSeq(), cp); err != nil {
 		return nil, err
 	}
 	rep.Rewritten++
-	return fold, nil
+	return r.Fold, nil
 }
 
 // targets returns ids, or every record's id when ids is nil.

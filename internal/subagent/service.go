@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/corpus"
@@ -244,23 +245,33 @@ func (c Checkpoints) Rebuild(ctx context.Context, ids []string, progress func(do
 		part := ids[start:min(start+maintainChunk, len(ids))]
 		one := projcache.RebuildReport{}
 		err := c.tx(ctx, func(tx backend.Store) error {
-			logs := make(map[string]projcache.LogRead, len(part))
-			if err := readLogs(ctx, tx, part, func(id string, log projcache.LogRead) error {
-				logs[id] = log
-				return nil
-			}); err != nil {
+			cache := projcache.NewCache(tx, reg)
+			// Each log is folded as it is read, and only its fold kept.
+			folds := make(map[string]projcache.Refold, len(part))
+			var mu sync.Mutex
+			type job struct {
+				id  string
+				log projcache.LogRead
+			}
+			err := pool(func(submit func(job)) error {
+				return readLogs(ctx, tx, part, func(id string, log projcache.LogRead) error {
+					submit(job{id, log})
+					return ctx.Err()
+				})
+			}, func(j job) {
+				r := cache.FoldLog(j.log)
+				mu.Lock()
+				folds[j.id] = r
+				mu.Unlock()
+			})
+			if err != nil {
 				return err
 			}
-			read := func(_ context.Context, id string) (session.Header, []session.Event, error) {
-				l := logs[id]
-				return l.Header, l.Events, l.Err
-			}
-			cache := projcache.NewCache(tx, reg)
 			for _, id := range part {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-				fold, err := cache.RebuildOne(ctx, read, id, &one)
+				fold, err := cache.RebuildFolded(ctx, id, folds[id], &one)
 				if err != nil {
 					return err
 				}
