@@ -6,6 +6,12 @@
 // (ties in id order from the store itself), hasChildren answers from
 // headers (in the one-query listings too, whose rows equal the listing's
 // without them),
+// every fast path (backend.Capabilities: SubtreeOf, ChildListing,
+// SubtreeListing, ChildListingCold, InspectVerifiedTypes, InspectColdBatch,
+// AuditEach, DescriptorsAt, CatalogSessions) gives what its slow path
+// gives on a corpus of forks, nested children, createdAt ties, damaged,
+// torn and gapped logs and checkpoints matching, stale and absent
+// (fastpaths.go), the backend has every required capability,
 // exactly one of many goroutines and processes gets a lease, leases expire
 // by the backend's clock, checkpoint records are kept whole and judged by
 // their witness, read-only opens write nothing, a cancelled context
@@ -96,6 +102,16 @@ func Run(t *testing.T, target Target) {
 		{"ReadOnlyWritesNothing", testReadOnly},
 		{"Cancellation", testCancellation},
 		{"ChangeSignal", testChangeSignal},
+		{"Capabilities", testCapabilities},
+		{"FastPathSubtreeOf", testSubtreeOfEqualsWalk},
+		{"FastPathChildListing", testChildListingEqualsSlowPath},
+		{"FastPathSubtreeListing", testSubtreeListingEqualsSlowPath},
+		{"FastPathChildListingCold", testColdChildListingEqualsSlowPath},
+		{"FastPathInspectVerifiedTypes", testVerifiedBatchEqualsInspectTypes},
+		{"FastPathInspectColdBatch", testColdBatchEqualsSlowPath},
+		{"FastPathAuditEach", testAuditEachEqualsAudit},
+		{"FastPathDescriptorsAt", testDescriptorsAtEqualsLog},
+		{"FastPathCatalogSessions", testCatalogSessionsCoverLogs},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, target)) })
