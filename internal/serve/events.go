@@ -30,7 +30,9 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.hub.unsubscribe(key, st)
 	rc := http.NewResponseController(w)
-	// The stream outlives the server's write timeout by design.
+	// The stream outlives the server's write timeout by design: the
+	// deadline is lifted here and renewed per event. (net/http lifts the
+	// read deadline itself once the request is read.)
 	if err := rc.SetWriteDeadline(time.Time{}); err != nil {
 		s.fail(w, r, err)
 		return

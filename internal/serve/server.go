@@ -60,11 +60,15 @@ type Server struct {
 	hub    *hub
 	mux    *http.ServeMux
 	pages  *pages
+	// timeouts are the server's read and write timeouts (tests shorten
+	// them).
+	timeouts struct{ read, write time.Duration }
 }
 
 // New builds a server over c. Call Run (or use Handler and Close).
 func New(c Corpus, cfg Config) (*Server, error) {
 	s := &Server{corpus: c, cfg: cfg, mux: http.NewServeMux()}
+	s.timeouts.read, s.timeouts.write = 30*time.Second, 2*time.Minute
 	p, err := newPages()
 	if err != nil {
 		return nil, err
@@ -108,10 +112,10 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler: s.Handler(),
 		// A page or an API answer is read from the store in one go; the
-		// event stream lifts its own write deadline.
+		// event stream lifts its own deadlines.
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      2 * time.Minute,
+		ReadTimeout:       s.timeouts.read,
+		WriteTimeout:      s.timeouts.write,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
