@@ -40,7 +40,7 @@ func (e *SyntaxError) Error() string {
 type Member struct {
 	Key       string
 	Value     []byte
-	Canonical bool // Value is already in JSON.stringify form
+	Canonical bool // Value is known to be in JSON.stringify form (set by ParseObject only)
 }
 
 // parser validates JSON text and records whether it is canonical, i.e.
