@@ -3,6 +3,7 @@ package storedlog
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 
 	"github.com/dsh-project/dsh/internal/backend"
@@ -54,8 +55,9 @@ type LogRows struct {
 }
 
 // auditWorkers is how many goroutines judge the logs AuditBatch reads (and
-// how many logs wait for them).
-const auditWorkers = 2
+// how many logs wait for them): one per processor the runtime uses
+// (GOMAXPROCS), the read itself being one stream on one connection.
+func auditWorkers() int { return runtime.GOMAXPROCS(0) }
 
 // errStopped ends a read whose consumer has given up (the consumer's error
 // is the one reported).
@@ -70,14 +72,15 @@ var errStopped = errors.New("audit stream stopped")
 // last turn/end, which the store's own Audit must report. Cancellation is
 // checked once per log.
 func AuditBatch(ctx context.Context, read func(send func(LogRows) error) error, fn func(*backend.AuditRead) error) (corrupt []string, err error) {
+	n := auditWorkers()
 	stop := make(chan struct{})
-	logs := make(chan LogRows, auditWorkers)
+	logs := make(chan LogRows, n)
 	type result struct {
 		id    string
 		audit *backend.AuditRead
 		ok    bool
 	}
-	results := make(chan result, auditWorkers)
+	results := make(chan result, n)
 	var readErr error
 	go func() {
 		defer close(logs)
@@ -91,7 +94,7 @@ func AuditBatch(ctx context.Context, read func(send func(LogRows) error) error, 
 		})
 	}()
 	var workers sync.WaitGroup
-	for range auditWorkers {
+	for range n {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()

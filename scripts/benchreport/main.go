@@ -6,9 +6,11 @@ package main
 import (
 	"bufio"
 	"encoding/csv"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"strconv"
@@ -76,10 +78,41 @@ func run(resultsPath, factsPath, mdPath, svgPath string) error {
 	if i := strings.LastIndexByte(svgName, '/'); i >= 0 {
 		svgName = svgName[i+1:]
 	}
-	if err := writeFile(mdPath, func(w io.Writer) error { return writeMarkdown(w, res, facts, svgName) }); err != nil {
+	kept, err := handMeasured(mdPath)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(mdPath, func(w io.Writer) error {
+		if err := writeMarkdown(w, res, facts, svgName); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, kept)
+		return err
+	}); err != nil {
 		return err
 	}
 	return writeFile(svgPath, func(w io.Writer) error { return writeSVG(w, res) })
+}
+
+// handMeasuredHeading starts the part of the report measured by hand, not
+// by scripts/bench (cases it does not run): a rerun keeps it as it is.
+const handMeasuredHeading = "## Measured outside scripts/bench"
+
+// handMeasured is the hand-measured part of the report at path, from its
+// heading to the end ("" when the report has none or does not exist).
+func handMeasured(path string) (string, error) {
+	old, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	i := strings.Index(string(old), "\n"+handMeasuredHeading)
+	if i < 0 {
+		return "", nil
+	}
+	return string(old[i:]), nil
 }
 
 func writeFile(path string, fill func(io.Writer) error) error {
