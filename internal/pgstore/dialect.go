@@ -18,6 +18,7 @@ import (
 // column, a set of ids is one text[] parameter, and a header
 // scans straight into its pointer fields.
 var dialect = sqlstore.Dialect{
+	LockRow:        " FOR NO KEY UPDATE",
 	InsertionOrder: "inserted",
 	InIDs:          func(column string) string { return column + " = ANY(?::text[])" },
 	IDs:            func(ids []string) any { return ids },
@@ -72,6 +73,9 @@ func (d sharedDB) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
 // OneCursor: a view's transaction is one connection, which cannot run
 // another statement while a cursor is open on it ("conn busy").
 func (d sharedDB) OneCursor() bool { return d.s.tx != nil }
+
+// Clock is the server's clock (serverMillis).
+func (d sharedDB) Clock() (string, []any) { return serverMillis, nil }
 
 func (d sharedDB) StoreError(err error, what string) error { return d.s.storeError(err, what) }
 

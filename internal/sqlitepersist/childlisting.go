@@ -169,7 +169,7 @@ func bySeq(a, b session.Event) int { return cmp.Compare(a.Seq, b.Seq) }
 func (s *Store) SubtreeListing(ctx context.Context, root string, fn func(ListedChild) error) error {
 	return s.eachListed(ctx, fn, "list the descendants of a session", `WITH RECURSIVE s(`+sqlstore.HeaderColumns+`) AS (
 			SELECT `+sqlstore.HeaderColumns+` FROM sessions WHERE parent_session = ?
-			UNION SELECT `+qualified("t", sqlstore.HeaderColumns)+` FROM sessions t JOIN s ON t.parent_session = s.id)
+			UNION SELECT `+sqlstore.Qualified("t", sqlstore.HeaderColumns)+` FROM sessions t JOIN s ON t.parent_session = s.id)
 		SELECT `+listedColumns+` FROM s `+listedCheckpoint, root)
 }
 

@@ -14,6 +14,7 @@ import (
 // set of ids is one JSON array parameter that
 // json_each walks, and a header's NULLs scan through sql.Null values.
 var dialect = sqlstore.Dialect{
+	LockRow:        "",
 	InsertionOrder: "rowid",
 	InIDs:          func(column string) string { return column + " IN (SELECT value FROM json_each(?))" },
 	IDs:            func(ids []string) any { return jsjson.StringArray(ids) },
@@ -57,6 +58,9 @@ func (d sharedDB) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
 // OneCursor: SQLite steps any number of statements on one connection.
 func (d sharedDB) OneCursor() bool { return false }
 
+// Clock is Options.Clock, bound as a parameter.
+func (d sharedDB) Clock() (string, []any) { return "?", []any{d.s.now()} }
+
 func (d sharedDB) StoreError(err error, what string) error { return d.s.storeError(err, what) }
 
 // sqliteTx is a Querier as package sqlstore runs statements: database/sql
@@ -82,8 +86,6 @@ func (t sqliteTx) Query(ctx context.Context, query string, args ...any) (sqlstor
 func (t sqliteTx) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
 	return t.q.QueryRowContext(ctx, query, args...)
 }
-
-type rowScanner interface{ Scan(dest ...any) error }
 
 // headerRow holds the nullable header columns (sqlstore.HeaderColumns)
 // while scanning.

@@ -49,6 +49,11 @@ type DB interface {
 	// Write runs fn atomically in one write transaction (a savepoint
 	// inside one).
 	Write(ctx context.Context, fn func(Tx) error) error
+	// Clock is the store's clock in epoch milliseconds as an SQL
+	// expression and its arguments: SQLite's is its Options.Clock, bound
+	// as a parameter; PostgreSQL's is the server's clock_timestamp(), so
+	// that holders on different machines never compare their own clocks.
+	Clock() (expr string, args []any)
 	// OneCursor reports whether a query's rows must be read to the end
 	// before the next statement runs (a PostgreSQL view: one connection,
 	// one open cursor).
@@ -64,6 +69,11 @@ type Dialect struct {
 	// InsertionOrder orders sessions rows as they were stored (SQLite's
 	// rowid, PostgreSQL's identity column).
 	InsertionOrder string
+	// LockRow ends a SELECT of one sessions row that a lease is about to
+	// be decided on: PostgreSQL locks the row (FOR NO KEY UPDATE); SQLite
+	// needs nothing, its write transactions begin holding the file's
+	// write lock (BEGIN IMMEDIATE).
+	LockRow string
 	// InIDs is the condition "column is one of the ids of one parameter",
 	// IDs(ids): how a set of ids travels as a single parameter (a JSON
 	// array that SQLite's json_each walks, a text[] for PostgreSQL's
