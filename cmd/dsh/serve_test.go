@@ -608,6 +608,25 @@ func TestServeTakesEverySourceForm(t *testing.T) {
 			if status, _, body := s.get(t, "/sessions/p"); status != http.StatusOK || !bytes.Contains(body, []byte(`data-id="g"`)) {
 				t.Errorf("page of p: %d %s", status, body)
 			}
+			if status, _, body := s.get(t, "/sessions/nobody"); status != http.StatusNotFound {
+				t.Errorf("page of an unknown session: %d %s", status, body)
+			}
 		})
+	}
+	// A source holding a parent's children but not the parent: its page
+	// still shows the children, as dsh list lists them, and says the
+	// session itself is missing.
+	orphans := filepath.Join(dir, "orphans")
+	if err := os.Mkdir(orphans, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := writeCatForm(t, orphans, []*catSession{
+		{id: "c", header: catHeaderC, lines: catChildLines()},
+		{id: "s", header: catHeaderS, lines: []string{catDescriptor("sibling")}},
+	}, "jsonl")
+	s := startServe(t, "--source", src)
+	status, _, body := s.get(t, "/sessions/p")
+	if status != http.StatusOK || !bytes.Contains(body, []byte(`data-id="s"`)) || !bytes.Contains(body, []byte(`no session with id &#34;p&#34;`)) {
+		t.Errorf("page of a parent known only by its children: %d %s", status, body)
 	}
 }

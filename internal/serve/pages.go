@@ -370,10 +370,18 @@ func (s *Server) pageSession(w http.ResponseWriter, r *http.Request) {
 	}{pageBase: pageBase{Title: render.Escape(lq.parent), Where: s.cfg.Where}, ID: lq.parent, Scope: lq.scope.String(),
 		State: strings.Join(lq.filter.States, ","), Mode: strings.Join(lq.filter.Modes, ",")}
 	v, err := s.show(ctx, lq.parent)
+	known := true
 	switch {
 	case report.ErrorCode(err) == dsherr.NotFound:
-		s.fail(w, r, err)
-		return
+		// A parent without a session is still known by its children (a
+		// source holding only them), as dsh list knows it.
+		listing, lerr := s.list(ctx, lq)
+		if lerr != nil || len(listing.Rows) == 0 {
+			s.fail(w, r, err)
+			return
+		}
+		known = false
+		data.ShowErr = err.Error()
 	case err != nil:
 		data.ShowErr = err.Error()
 	default:
@@ -388,7 +396,7 @@ func (s *Server) pageSession(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.audit(ctx, diagnose.Selection{IDs: []string{lq.parent}}, 0, func(rep diagnose.Report) error {
 		data.Findings = append(data.Findings, rep.Findings...)
 		return nil
-	}); err != nil {
+	}); err != nil && known {
 		s.fail(w, r, err)
 		return
 	}
