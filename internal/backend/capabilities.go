@@ -34,7 +34,7 @@ import (
 // | SubtreeListingReader | optional | SubtreeOf, SubagentParents, CheckpointsOf |
 // | ColdChildListingReader | optional (SQLite only) | ChildListing, ColdVerdicts, InspectVerifiedTypes |
 // | VerifiedBatchReader | optional | InspectTypes per id |
-// | ColdBatchReader | optional (SQLite only) | ColdVerdicts, InspectVerifiedTypes |
+// | ColdBatchReader | optional | ColdVerdicts, InspectVerifiedTypes |
 // | BatchAuditor | optional | Audit per id |
 // | ColdVerdictReader | optional | reading the log |
 // | RegistryFoldRecorder | optional | — (what ColdVerdicts returns) |
@@ -87,8 +87,8 @@ type SubtreeListingReader interface {
 
 // ColdChildListingReader is ChildListingReader that also reads the cold
 // children's logs in the same statement (sqlitepersist only; a listing
-// without it asks ColdBatchReader or ColdVerdictReader and
-// VerifiedBatchReader next).
+// without it asks ColdBatchReader, or ColdVerdictReader and
+// VerifiedBatchReader, next).
 type ColdChildListingReader interface {
 	// ChildListingCold is ChildListing that also sets Cold, for every child
 	// without a checkpoint record, every seeded child (a seed field in its
@@ -111,8 +111,8 @@ type VerifiedBatchReader interface {
 	InspectVerifiedTypes(ctx context.Context, ids []string, types []string) (map[string]*Inspection, error)
 }
 
-// ColdBatchReader is a cold listing's whole batch read in one statement
-// (sqlitepersist only).
+// ColdBatchReader is a cold listing's whole batch read in one call (one
+// statement in SQLite, one snapshot in PostgreSQL).
 type ColdBatchReader interface {
 	// InspectColdBatch returns ColdVerdicts(ids) and InspectVerifiedTypes
 	// of the ids without a recorded verdict, read together.
@@ -264,7 +264,7 @@ var Capabilities = []Capability{
 	{Type: reflect.TypeFor[SubtreeListingReader]()},
 	{Type: reflect.TypeFor[ColdChildListingReader](), StoresOnly: "sqlitepersist"},
 	{Type: reflect.TypeFor[VerifiedBatchReader]()},
-	{Type: reflect.TypeFor[ColdBatchReader](), StoresOnly: "sqlitepersist"},
+	{Type: reflect.TypeFor[ColdBatchReader]()},
 	{Type: reflect.TypeFor[BatchAuditor]()},
 	{Type: reflect.TypeFor[ColdVerdictReader]()},
 	{Type: reflect.TypeFor[RegistryFoldRecorder]()},

@@ -3,15 +3,15 @@ package pgstore
 import "github.com/dsh-project/dsh/internal/backend"
 
 // The store has every capability of backend.Capabilities a dsh store can
-// have but the two SQLite alone offers (ColdChildListingReader,
-// ColdBatchReader: a listing asks ColdVerdicts and InspectVerifiedTypes
-// instead); storetest checks the list at run time.
+// have but ColdChildListingReader, which SQLite alone offers (a listing
+// asks ChildListing, then InspectColdBatch); storetest checks the list at run time.
 var _ interface {
 	backend.Backend
 	backend.SubtreeReader
 	backend.ChildListingReader
 	backend.SubtreeListingReader
 	backend.VerifiedBatchReader
+	backend.ColdBatchReader
 	backend.BatchAuditor
 	backend.ColdVerdictReader
 	backend.RegistryFoldRecorder

@@ -433,7 +433,7 @@ func testColdBatchEqualsSlowPath(t *testing.T, e *env) {
 		if v, ok := wantV[id]; ok {
 			wv = &v
 		}
-		if g, w := coldString(gv, gotL[id]), coldString(wv, wantL[id]); g != w {
+		if g, w := coldString(gv, nil)+" "+coldString(nil, gotL[id]), coldString(wv, nil)+" "+coldString(nil, wantL[id]); g != w {
 			t.Errorf("InspectColdBatch(%s) = %s\nColdVerdicts and InspectVerifiedTypes give %s", id, g, w)
 		}
 	}
