@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -206,6 +207,17 @@ type Listing struct {
 	} `json:"listAgents"`
 	// Inspections counts the cold log reads DSH made, per variant.
 	Inspections map[string]int `json:"inspections"`
+}
+
+// Scope is the listing's op as dsh's scope; a fixture naming any other op
+// fails t.
+func (l Listing) Scope(t testing.TB) corpus.Scope {
+	t.Helper()
+	s, err := corpus.ParseScope(l.Op)
+	if err != nil {
+		t.Fatalf("fixture listing of %s: op %v", l.ID, err)
+	}
+	return s
 }
 
 // LoadOracle reads the named oracle corpus's expected.json.

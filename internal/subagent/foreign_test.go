@@ -1,6 +1,7 @@
 package subagent
 
 import (
+	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/dshfixtures"
 
@@ -233,7 +234,7 @@ func checkForeignOracleReads(t *testing.T, profile dshcompat.Profile, name strin
 			l, reads := fc.lister(file)
 			l.Profile = profile
 			var rows []Row
-			if want.Op == "descendants" {
+			if want.Scope(t) == corpus.ScopeDescendants {
 				rows, err = l.ListDescendants(ctx, want.ID)
 			} else {
 				rows, err = l.ListChildren(ctx, want.ID)

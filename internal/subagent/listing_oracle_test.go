@@ -56,9 +56,9 @@ func TestOracleListings(t *testing.T) {
 						l := subagent.NewStoreLister(st, st, 0)
 						l.Profile = profile
 						for key, want := range exp.Listings {
-							list, scope := l.ListChildren, corpus.ScopeChildren
-							if want.Op == "descendants" {
-								list, scope = l.ListDescendants, corpus.ScopeDescendants
+							list, scope := l.ListChildren, want.Scope(t)
+							if scope == corpus.ScopeDescendants {
+								list = l.ListDescendants
 							}
 							rows, err := list(context.Background(), want.ID)
 							if err != nil {

@@ -43,10 +43,8 @@ func TestImportedOracleListings(t *testing.T) {
 				for key, l := range o.Listings {
 					lister := subagent.NewStoreLister(st, nil, 0)
 					var rows []subagent.Row
-					scope, err := corpus.ParseScope(l.Op)
-					if err != nil {
-						t.Fatalf("%s: %v", key, err)
-					}
+					var err error
+					scope := l.Scope(t)
 					if scope == corpus.ScopeDescendants {
 						rows, err = lister.ListDescendants(ctx, l.ID)
 					} else {
