@@ -460,7 +460,7 @@ func TestServeWritesNothing(t *testing.T) {
 		resp.Body.Close()
 	}
 	for _, path := range []string{"/", "/?q=demo", "/sessions/demo-parent", "/sessions/demo-broken", "/sessions/tree-c?scope=children", "/diagnose", "/diagnose?parent=demo-parent&scope=descendants",
-		"/api/v1/version", "/api/v1/sessions", "/api/v1/sessions/demo-parent", "/api/v1/sessions/demo-parent/children?scope=descendants", "/api/v1/diagnose", "/api/v1/diagnose?all=1"} {
+		"/api/v1/version", "/api/v1/sessions", "/api/v1/sessions/demo-parent", "/api/v1/sessions/demo-parent/children?scope=descendants", "/api/v1/diagnose", "/api/v1/diagnose?all=1", "/api/v1/leases", "/api/v1/leases?parent=demo-parent"} {
 		if status, _, body := s.get(t, path); status != http.StatusOK {
 			t.Errorf("%s: %d %s", path, status, body)
 		}
