@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlstore"
+	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
 // dialect is PostgreSQL's side of the statements the two stores share
@@ -18,11 +20,43 @@ import (
 // column, a set of ids is one text[] parameter, and a header
 // scans straight into its pointer fields.
 var dialect = sqlstore.Dialect{
+	EventColumns:   eventColumns,
+	InsertEvents:   insertEvents,
 	LockRow:        " FOR NO KEY UPDATE",
 	InsertionOrder: "inserted",
 	InIDs:          func(column string) string { return column + " = ANY(?::text[])" },
 	IDs:            func(ids []string) any { return ids },
 	NewHeaderScan:  func() sqlstore.HeaderScan { return new(headerScan) },
+}
+
+// insertEvents writes events as rows of session id, exactly as given, with
+// one statement: the columns travel as arrays that unnest turns back into
+// rows, so a batch costs one round trip whatever its size.
+func insertEvents(ctx context.Context, q sqlstore.Tx, id string, events []session.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	n := len(events)
+	var (
+		seqs, times                      = make([]int64, n), make([]int64, n)
+		types                            = make([]string, n)
+		data, sources, surfaces, unknown = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+		ignorable                        = make([]bool, n)
+	)
+	for i, e := range events {
+		r := storedlog.Encode(e)
+		seqs[i], types[i], times[i] = r.Seq, r.Type, r.Time
+		data[i], sources[i], surfaces[i], unknown[i] = r.Data, r.SourceEventSeqs, r.SurfaceOp, r.UnknownKeys
+		ignorable[i] = r.Ignorable == 1
+	}
+	_, err := q.Exec(ctx, `INSERT INTO events
+		(session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable, unknown_keys)
+		SELECT ?, * FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::boolean[], ?::text[])`,
+		id, seqs, types, times, data, sources, surfaces, ignorable, unknown)
+	if err != nil {
+		return fmt.Errorf("insert %d events of session %q: %w", n, id, err)
+	}
+	return nil
 }
 
 // headerTargets scans the header columns straight into h: pgx sets a

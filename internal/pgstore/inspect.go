@@ -17,158 +17,15 @@ import (
 // eventColumns are the events columns storedlog.Row.Targets scans, in order.
 const eventColumns = "seq, type, time, data, source_event_seqs, surface_op, ignorable::int, unknown_keys"
 
-// sessionState is a sessions row: the header and dsh's bookkeeping.
-type sessionState struct {
-	header         session.Header
-	nextSeq        int64
-	verified       bool
-	validatorState []byte
-}
-
-// readSessionState reads session id's row; with lock it also takes the
-// row's lock (FOR NO KEY UPDATE), which every writer of the session's log
-// takes first, so writers of one session run one after the other and each
-// sees the bookkeeping its predecessor committed.
-func readSessionState(ctx context.Context, q querier, id string, lock bool) (sessionState, error) {
-	var st sessionState
-	query := "SELECT " + sqlstore.HeaderColumns + ", next_seq, verified, validator_state FROM sessions WHERE id = $1"
-	if lock {
-		query += " FOR NO KEY UPDATE"
-	}
-	err := q.QueryRow(ctx, query, id).Scan(append(headerTargets(&st.header), &st.nextSeq, &st.verified, &st.validatorState)...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return st, storedlog.NotFound(id)
-	}
-	return st, err
-}
-
-func readTornTail(ctx context.Context, q querier, id string) (*backend.TornTail, error) {
-	var t backend.TornTail
-	err := q.QueryRow(ctx, "SELECT from_seq, reason, raw FROM torn_tails WHERE session_id = $1", id).
-		Scan(&t.FromSeq, &t.Reason, &t.Raw)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if t.Raw == nil {
-		t.Raw = []byte{}
-	}
-	return &t, nil
-}
-
-// readDamagedLog reads what an import kept of a log damaged inside its
-// committed region (migration 0005), nil when the session has none.
-func readDamagedLog(ctx context.Context, q querier, id string) (*backend.DamagedLog, error) {
-	var d backend.DamagedLog
-	err := q.QueryRow(ctx, "SELECT from_seq, reason, encoding, raw FROM damaged_logs WHERE session_id = $1", id).
-		Scan(&d.FromSeq, &d.Reason, &d.Encoding, &d.Raw)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if d.Raw == nil {
-		d.Raw = []byte{}
-	}
-	return &d, nil
-}
-
-// readDamagedPrefix reads an imported damaged log and the events before
-// its damage, nil when the session has none.
-func readDamagedPrefix(ctx context.Context, q querier, id string) (*backend.DamagedLog, []session.Event, error) {
-	d, err := readDamagedLog(ctx, q, id)
-	if err != nil || d == nil {
-		return nil, nil, err
-	}
-	rows, err := decodeRows(ctx, q, 0, "SELECT "+eventColumns+" FROM events WHERE session_id = $1 ORDER BY seq", id)
-	if err != nil {
-		return nil, nil, err
-	}
-	prefix, torn, err := storedlog.Split(id, rows, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	if torn != nil {
-		return nil, nil, storedlog.CorruptRow(id, torn.FromSeq, torn.Reason)
-	}
-	return d, prefix, nil
-}
-
-// storedLog is a session's log read back and split at its torn tail.
-type storedLog struct {
-	state  sessionState
-	events []session.Event
-	torn   *backend.TornTail
-}
-
-// scanLog reads session id's whole log and splits it by DSH's commit rule
-// (storedlog.Split). lock is readSessionState's.
-func scanLog(ctx context.Context, q querier, id string, lock bool) (*storedLog, error) {
-	st, err := readSessionState(ctx, q, id, lock)
-	if err != nil {
-		return nil, err
-	}
-	if !st.verified {
-		// A header kept for a session an import refused has no log to
-		// read: it reads as the refusal (dsh never verifies one).
-		refused, err := sqlstore.ReadRefusal(ctx, pgTx{q}, st.header)
-		if err != nil {
-			return nil, err
-		}
-		if refused != nil {
-			return nil, refused.Error()
-		}
-	}
-	damaged, err := readDamagedLog(ctx, q, id)
-	if err != nil {
-		return nil, err
-	}
-	if damaged != nil {
-		return nil, storedlog.CorruptRow(id, damaged.FromSeq, damaged.Reason)
-	}
-	imported, err := readTornTail(ctx, q, id)
-	if err != nil {
-		return nil, err
-	}
-	below := int64(-1)
-	if imported != nil {
-		below = imported.FromSeq
-	}
-	rows, err := decodeRows(ctx, q, min(st.nextSeq, 1<<16),
-		"SELECT "+eventColumns+" FROM events WHERE session_id = $1 AND ($2 < 0 OR seq < $2) ORDER BY seq", id, below)
-	if err != nil {
-		return nil, err
-	}
-	events, torn, err := storedlog.Split(id, rows, imported)
-	if err != nil {
-		return nil, err
-	}
-	return &storedLog{state: st, events: events, torn: torn}, nil
-}
-
-// decodeRows reads and decodes the rows of an events query; sizeHint only
-// preallocates.
-func decodeRows(ctx context.Context, q querier, sizeHint int64, query string, args ...any) ([]storedlog.Decoded, error) {
-	rows, err := q.Query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	return storedlog.DecodeAll(rows, sizeHint)
-}
-
 // Inspect implements backend.LogReader in one read-only snapshot.
 func (s *Store) Inspect(ctx context.Context, id string) (*backend.Inspection, error) {
 	var ins *backend.Inspection
 	err := s.view(ctx, func(view *Store) error {
-		log, err := scanLog(ctx, view.tx, id, false)
+		log, err := sqlstore.ScanLog(ctx, pgTx{view.tx}, &dialect, id, false)
 		if err != nil {
 			return err
 		}
-		ins, err = storedlog.Inspect(log.state.header, log.events, log.torn, log.state.verified)
+		ins, err = storedlog.Inspect(log.State.Header, log.Events, log.Torn, log.State.Verified)
 		return err
 	})
 	if err != nil {
@@ -188,15 +45,15 @@ func (s *Store) InspectTypes(ctx context.Context, id string, types ...string) (*
 	var ins *backend.Inspection
 	err := s.view(ctx, func(view *Store) error {
 		q := view.tx
-		st, err := readSessionState(ctx, q, id, false)
+		st, err := sqlstore.ReadSessionState(ctx, pgTx{q}, &dialect, id, false)
 		if err != nil {
 			return err
 		}
-		tail, err := readTornTail(ctx, q, id)
+		tail, err := sqlstore.ReadTornTail(ctx, pgTx{q}, id)
 		if err != nil {
 			return err
 		}
-		if st.verified && tail == nil {
+		if st.Verified && tail == nil {
 			ins, err = inspectVerifiedTypes(ctx, q, st, types)
 			return err
 		}
@@ -233,8 +90,8 @@ func typeFilter(types []string) (string, []any) {
 // inspectVerifiedTypes is InspectTypes' fast path; verified means every
 // row was validated by a dsh write path and none changed since (the
 // triggers of migration 0001 clear the flag on any other change).
-func inspectVerifiedTypes(ctx context.Context, q querier, st sessionState, types []string) (*backend.Inspection, error) {
-	id := st.header.ID
+func inspectVerifiedTypes(ctx context.Context, q querier, st sqlstore.SessionState, types []string) (*backend.Inspection, error) {
+	id := st.Header.ID
 	filter, args := typeFilter(types)
 	events, err := decodeVerified(ctx, q, id,
 		"SELECT "+eventColumns+" FROM events WHERE session_id = $1 AND "+filter+" ORDER BY seq", append([]any{id}, args...)...)
@@ -246,7 +103,7 @@ func inspectVerifiedTypes(ctx context.Context, q querier, st sessionState, types
 		return nil, err
 	}
 	return &backend.Inspection{
-		Header:   st.header,
+		Header:   st.Header,
 		Events:   events,
 		Closers:  storedlog.FilterTypes(closers, types),
 		Verified: true,
@@ -279,7 +136,7 @@ func openTurnClosers(ctx context.Context, q querier, id string) ([]session.Event
 // decodeVerified decodes rows of a verified log, where any undecodable row
 // means the database changed behind the triggers' back.
 func decodeVerified(ctx context.Context, q querier, id, query string, args ...any) ([]session.Event, error) {
-	rows, err := decodeRows(ctx, q, 0, query, args...)
+	rows, err := sqlstore.DecodeRows(ctx, pgTx{q}, 0, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -419,17 +276,17 @@ func (s *Store) Audit(ctx context.Context, id string) (*backend.AuditRead, error
 }
 
 func auditOne(ctx context.Context, q querier, id string) (*backend.AuditRead, error) {
-	log, err := scanLog(ctx, q, id, false)
+	log, err := sqlstore.ScanLog(ctx, pgTx{q}, &dialect, id, false)
 	var refused *backend.RefusedError
 	if errors.As(err, &refused) {
-		st, serr := readSessionState(ctx, q, id, false)
+		st, serr := sqlstore.ReadSessionState(ctx, pgTx{q}, &dialect, id, false)
 		if serr != nil {
 			return nil, serr
 		}
-		return &backend.AuditRead{Header: st.header, ReadErr: err}, nil
+		return &backend.AuditRead{Header: st.Header, ReadErr: err}, nil
 	}
 	if errors.Is(err, backend.ErrCorrupt) {
-		st, serr := readSessionState(ctx, q, id, false)
+		st, serr := sqlstore.ReadSessionState(ctx, pgTx{q}, &dialect, id, false)
 		if serr != nil {
 			return nil, serr
 		}
@@ -437,8 +294,8 @@ func auditOne(ctx context.Context, q querier, id string) (*backend.AuditRead, er
 		if gerr != nil {
 			return nil, gerr
 		}
-		a := &backend.AuditRead{Header: st.header, Gaps: gaps, Verified: st.verified, ReadErr: err}
-		a.Damaged, a.Prefix, err = readDamagedPrefix(ctx, q, id)
+		a := &backend.AuditRead{Header: st.Header, Gaps: gaps, Verified: st.Verified, ReadErr: err}
+		a.Damaged, a.Prefix, err = sqlstore.ReadDamagedPrefix(ctx, pgTx{q}, &dialect, id)
 		return a, err
 	}
 	if err != nil {
@@ -448,12 +305,12 @@ func auditOne(ctx context.Context, q querier, id string) (*backend.AuditRead, er
 	// changed since (the triggers clear the flag on any other change),
 	// so only other logs can have holes.
 	var gaps []backend.SeqGap
-	if !log.state.verified {
+	if !log.State.Verified {
 		if gaps, err = seqGaps(ctx, q, id); err != nil {
 			return nil, err
 		}
 	}
-	return storedlog.Audit(log.state.header, log.events, log.torn, log.state.verified, gaps), nil
+	return storedlog.Audit(log.State.Header, log.Events, log.Torn, log.State.Verified, gaps), nil
 }
 
 // AuditEach implements backend.BatchAuditor in a fixed number of queries

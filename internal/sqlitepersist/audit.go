@@ -8,7 +8,6 @@ import (
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/jsjson"
 
-	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlstore"
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
@@ -31,17 +30,17 @@ func (s *Store) Audit(ctx context.Context, id string) (*backend.AuditRead, error
 }
 
 func auditOne(ctx context.Context, q Querier, id string) (*backend.AuditRead, error) {
-	log, err := scanLog(ctx, q, id)
+	log, err := sqlstore.ScanLog(ctx, sqliteTx{q}, &dialect, id, false)
 	var refused *backend.RefusedError
 	if errors.As(err, &refused) {
-		st, serr := readSessionState(ctx, q, id)
+		st, serr := sqlstore.ReadSessionState(ctx, sqliteTx{q}, &dialect, id, false)
 		if serr != nil {
 			return nil, serr
 		}
-		return &backend.AuditRead{Header: st.header, ReadErr: err}, nil
+		return &backend.AuditRead{Header: st.Header, ReadErr: err}, nil
 	}
 	if errors.Is(err, backend.ErrCorrupt) {
-		st, serr := readSessionState(ctx, q, id)
+		st, serr := sqlstore.ReadSessionState(ctx, sqliteTx{q}, &dialect, id, false)
 		if serr != nil {
 			return nil, serr
 		}
@@ -49,8 +48,8 @@ func auditOne(ctx context.Context, q Querier, id string) (*backend.AuditRead, er
 		if gerr != nil {
 			return nil, gerr
 		}
-		a := &backend.AuditRead{Header: st.header, Gaps: gaps, Verified: st.verified, ReadErr: err}
-		a.Damaged, a.Prefix, err = readDamagedPrefix(ctx, q, id)
+		a := &backend.AuditRead{Header: st.Header, Gaps: gaps, Verified: st.Verified, ReadErr: err}
+		a.Damaged, a.Prefix, err = sqlstore.ReadDamagedPrefix(ctx, sqliteTx{q}, &dialect, id)
 		return a, err
 	}
 	if err != nil {
@@ -60,12 +59,12 @@ func auditOne(ctx context.Context, q Querier, id string) (*backend.AuditRead, er
 	// changed since (the triggers clear the flag on any other change),
 	// so only other logs can have holes.
 	var gaps []backend.SeqGap
-	if !log.state.verified {
+	if !log.State.Verified {
 		if gaps, err = seqGaps(ctx, q, id); err != nil {
 			return nil, err
 		}
 	}
-	return storedlog.Audit(log.state.header, log.events, log.torn, log.state.verified, gaps), nil
+	return storedlog.Audit(log.State.Header, log.Events, log.Torn, log.State.Verified, gaps), nil
 }
 
 // AuditEach implements backend.BatchAuditor in a fixed number of queries
@@ -119,24 +118,6 @@ func auditStates(ctx context.Context, q Querier, list string) (map[string]*store
 		states[st.Header.ID] = st
 	}
 	return states, rows.Err()
-}
-
-// readDamagedPrefix reads an imported damaged log: its damaged_logs row and
-// the events rows before it, nil when the session has none.
-func readDamagedPrefix(ctx context.Context, q Querier, id string) (*backend.DamagedLog, []session.Event, error) {
-	d, err := readDamagedLog(ctx, q, id)
-	if err != nil || d == nil {
-		return nil, nil, err
-	}
-	rows, err := decodeRows(ctx, q, 0, "SELECT "+eventColumns+" FROM events WHERE session_id = ? ORDER BY seq", id)
-	if err != nil {
-		return nil, nil, err
-	}
-	prefix, err := storedlog.Verified(id, rows)
-	if err != nil {
-		return nil, nil, err
-	}
-	return d, prefix, nil
 }
 
 // seqGaps finds the holes in session id's stored seqs with one pass over its

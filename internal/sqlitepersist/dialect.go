@@ -14,6 +14,10 @@ import (
 // set of ids is one JSON array parameter that
 // json_each walks, and a header's NULLs scan through sql.Null values.
 var dialect = sqlstore.Dialect{
+	EventColumns: eventColumns,
+	InsertEvents: func(ctx context.Context, q sqlstore.Tx, id string, events []session.Event) error {
+		return insertEvents(ctx, q.(sqliteTx).q, id, events)
+	},
 	LockRow:        "",
 	InsertionOrder: "rowid",
 	InIDs:          func(column string) string { return column + " IN (SELECT value FROM json_each(?))" },

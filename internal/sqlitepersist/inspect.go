@@ -11,126 +11,6 @@ import (
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
-func readDamagedLog(ctx context.Context, q Querier, id string) (*backend.DamagedLog, error) {
-	var d backend.DamagedLog
-	err := q.QueryRowContext(ctx, "SELECT from_seq, reason, encoding, raw FROM damaged_logs WHERE session_id = ?", id).
-		Scan(&d.FromSeq, &d.Reason, &d.Encoding, &d.Raw)
-	if err == sql.ErrNoRows {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &d, nil
-}
-
-// sessionState is a sessions row: the header and dsh's bookkeeping.
-type sessionState struct {
-	header         session.Header
-	nextSeq        int64
-	verified       bool
-	validatorState []byte
-}
-
-func readSessionState(ctx context.Context, q Querier, id string) (sessionState, error) {
-	var r headerRow
-	var st sessionState
-	var verified int64
-	err := q.QueryRowContext(ctx, "SELECT "+sqlstore.HeaderColumns+", next_seq, verified, validator_state FROM sessions WHERE id = ?", id).
-		Scan(append(r.targets(), &st.nextSeq, &verified, &st.validatorState)...)
-	if err == sql.ErrNoRows {
-		return st, storedlog.NotFound(id)
-	}
-	if err != nil {
-		return st, err
-	}
-	st.header = r.header()
-	st.verified = verified == 1
-	return st, nil
-}
-
-func readTornTail(ctx context.Context, q Querier, id string) (*backend.TornTail, error) {
-	var t backend.TornTail
-	err := q.QueryRowContext(ctx, "SELECT from_seq, reason, raw FROM torn_tails WHERE session_id = ?", id).
-		Scan(&t.FromSeq, &t.Reason, &t.Raw)
-	if err == sql.ErrNoRows {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &t, nil
-}
-
-// storedLog is a session's log read back and split at its torn tail.
-type storedLog struct {
-	state sessionState
-	// events is the contiguous decodable prefix, seqs 0..len-1.
-	events []session.Event
-	torn   *backend.TornTail
-}
-
-// scanLog reads session id's whole log and applies DSH's commit rule: a row
-// that cannot be decoded, or whose seq breaks contiguity, starts a torn tail
-// when no decodable turn/end follows it, and is corruption otherwise. A
-// torn_tails entry cuts the log at its from_seq as well; the earlier cut wins.
-// A damaged_logs entry is corruption at its from_seq; a session kept only as
-// a refused header reads as its refusal (backend.RefusedError).
-func scanLog(ctx context.Context, q Querier, id string) (*storedLog, error) {
-	st, err := readSessionState(ctx, q, id)
-	if err != nil {
-		return nil, err
-	}
-	if !st.verified {
-		// A header kept for a session an import refused has no log to
-		// read: it reads as the refusal (dsh never verifies one).
-		refused, err := sqlstore.ReadRefusal(ctx, sqliteTx{q}, st.header)
-		if err != nil {
-			return nil, err
-		}
-		if refused != nil {
-			return nil, refused.Error()
-		}
-	}
-	damaged, err := readDamagedLog(ctx, q, id)
-	if err != nil {
-		return nil, err
-	}
-	if damaged != nil {
-		return nil, storedlog.CorruptRow(id, damaged.FromSeq, damaged.Reason)
-	}
-	imported, err := readTornTail(ctx, q, id)
-	if err != nil {
-		return nil, err
-	}
-	query := "SELECT " + eventColumns + " FROM events WHERE session_id = ? ORDER BY seq"
-	args := []any{id}
-	if imported != nil {
-		query = "SELECT " + eventColumns + " FROM events WHERE session_id = ? AND seq < ? ORDER BY seq"
-		args = append(args, imported.FromSeq)
-	}
-	rows, err := decodeRows(ctx, q, min(st.nextSeq, 1<<16), query, args...)
-	if err != nil {
-		return nil, err
-	}
-	events, torn, err := storedlog.Split(id, rows, imported)
-	if err != nil {
-		return nil, err
-	}
-	return &storedLog{state: st, events: events, torn: torn}, nil
-}
-
-// decodeRows reads and decodes the rows of an events query; sizeHint is the
-// expected row count (next_seq), used only to preallocate.
-func decodeRows(ctx context.Context, q Querier, sizeHint int64, query string, args ...any) ([]storedlog.Decoded, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	return storedlog.DecodeAll(rows, sizeHint)
-}
-
 // Inspect reads session id without changing anything: the header, the valid
 // stored prefix of its log (a torn tail is cut off in the result, not in the
 // file) and the closers an interrupted turn would get. A log that fails DSH's
@@ -139,11 +19,11 @@ func decodeRows(ctx context.Context, q Querier, sizeHint int64, query string, ar
 func (s *Store) Inspect(ctx context.Context, id string) (*backend.Inspection, error) {
 	var ins *backend.Inspection
 	err := s.read(ctx, func(q Querier) error {
-		log, err := scanLog(ctx, q, id)
+		log, err := sqlstore.ScanLog(ctx, sqliteTx{q}, &dialect, id, false)
 		if err != nil {
 			return err
 		}
-		ins, err = storedlog.Inspect(log.state.header, log.events, log.torn, log.state.verified)
+		ins, err = storedlog.Inspect(log.State.Header, log.Events, log.Torn, log.State.Verified)
 		return err
 	})
 	if err != nil {
@@ -163,15 +43,15 @@ func (s *Store) InspectTypes(ctx context.Context, id string, types ...string) (*
 	var ins *backend.Inspection
 	err := s.view(ctx, func(view *Store) error {
 		q := view.tx
-		st, err := readSessionState(ctx, q, id)
+		st, err := sqlstore.ReadSessionState(ctx, sqliteTx{q}, &dialect, id, false)
 		if err != nil {
 			return err
 		}
-		tail, err := readTornTail(ctx, q, id)
+		tail, err := sqlstore.ReadTornTail(ctx, sqliteTx{q}, id)
 		if err != nil {
 			return err
 		}
-		if st.verified && tail == nil {
+		if st.Verified && tail == nil {
 			ins, err = inspectVerifiedTypes(ctx, q, st, types)
 			return err
 		}
@@ -212,8 +92,8 @@ func verifiedTypesQuery(types []string) (string, []any) {
 // filtered full Inspect because verified = 1 means every row was validated
 // by a dsh write path and no row changed since (the triggers of migration
 // 0001 clear the flag on any other change).
-func inspectVerifiedTypes(ctx context.Context, q Querier, st sessionState, types []string) (*backend.Inspection, error) {
-	id := st.header.ID
+func inspectVerifiedTypes(ctx context.Context, q Querier, st sqlstore.SessionState, types []string) (*backend.Inspection, error) {
+	id := st.Header.ID
 	query, typeArgs := verifiedTypesQuery(types)
 	args := append([]any{id}, typeArgs...)
 	events, err := decodeVerified(ctx, q, id, query, args...)
@@ -225,7 +105,7 @@ func inspectVerifiedTypes(ctx context.Context, q Querier, st sessionState, types
 		return nil, err
 	}
 	return &backend.Inspection{
-		Header:   st.header,
+		Header:   st.Header,
 		Events:   events,
 		Closers:  storedlog.FilterTypes(closers, types),
 		Verified: true,
@@ -258,7 +138,7 @@ func openTurnClosers(ctx context.Context, q Querier, id string) ([]session.Event
 // decodeVerified decodes rows of a verified log, where any undecodable row
 // means the file changed behind the triggers' back.
 func decodeVerified(ctx context.Context, q Querier, id, query string, args ...any) ([]session.Event, error) {
-	rows, err := decodeRows(ctx, q, 0, query, args...)
+	rows, err := sqlstore.DecodeRows(ctx, sqliteTx{q}, 0, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -74,6 +74,13 @@ type Dialect struct {
 	// needs nothing, its write transactions begin holding the file's
 	// write lock (BEGIN IMMEDIATE).
 	LockRow string
+	// EventColumns are the events columns storedlog.Row.Targets scans, in
+	// order (ignorable as an integer).
+	EventColumns string
+	// InsertEvents writes events as rows of session id, exactly as given,
+	// in the way the driver does it fastest (SQLite: one cached statement
+	// per row; PostgreSQL: one statement whose columns travel as arrays).
+	InsertEvents func(ctx context.Context, q Tx, id string, events []session.Event) error
 	// InIDs is the condition "column is one of the ids of one parameter",
 	// IDs(ids): how a set of ids travels as a single parameter (a JSON
 	// array that SQLite's json_each walks, a text[] for PostgreSQL's
