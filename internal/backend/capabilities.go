@@ -32,7 +32,7 @@ import (
 // | SubtreeReader | optional | ChildrenOf walked from the root |
 // | ChildListingReader | optional | ChildrenOf, SubagentParents, CheckpointsOf |
 // | SubtreeListingReader | optional | SubtreeOf, SubagentParents, CheckpointsOf |
-// | ColdChildListingReader | optional (SQLite only) | ChildListing, ColdVerdicts, InspectVerifiedTypes |
+// | ColdChildListingReader | optional | ChildListing, InspectColdBatch |
 // | VerifiedBatchReader | optional | InspectTypes per id |
 // | ColdBatchReader | optional | ColdVerdicts, InspectVerifiedTypes |
 // | BatchAuditor | optional | Audit per id |
@@ -86,9 +86,8 @@ type SubtreeListingReader interface {
 }
 
 // ColdChildListingReader is ChildListingReader that also reads the cold
-// children's logs in the same statement (sqlitepersist only; a listing
-// without it asks ColdBatchReader, or ColdVerdictReader and
-// VerifiedBatchReader, next).
+// children's logs with the headers (a listing without it asks
+// ColdBatchReader, or ColdVerdictReader and VerifiedBatchReader, next).
 type ColdChildListingReader interface {
 	// ChildListingCold is ChildListing that also sets Cold, for every child
 	// without a checkpoint record, every seeded child (a seed field in its
@@ -241,9 +240,6 @@ type Capability struct {
 	// read-only foreign corpus may lack it. Otherwise a backend may leave
 	// it out and the consumer takes the slow path.
 	Required bool
-	// StoresOnly names the one dsh store that has an optional capability
-	// ("" when both do; see the table above).
-	StoresOnly string
 	// ForeignOnly: only a foreign corpus has it.
 	ForeignOnly bool
 }
@@ -262,7 +258,7 @@ var Capabilities = []Capability{
 	{Type: reflect.TypeFor[SubtreeReader]()},
 	{Type: reflect.TypeFor[ChildListingReader]()},
 	{Type: reflect.TypeFor[SubtreeListingReader]()},
-	{Type: reflect.TypeFor[ColdChildListingReader](), StoresOnly: "sqlitepersist"},
+	{Type: reflect.TypeFor[ColdChildListingReader]()},
 	{Type: reflect.TypeFor[VerifiedBatchReader]()},
 	{Type: reflect.TypeFor[ColdBatchReader]()},
 	{Type: reflect.TypeFor[BatchAuditor]()},

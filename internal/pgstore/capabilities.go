@@ -3,12 +3,12 @@ package pgstore
 import "github.com/dsh-project/dsh/internal/backend"
 
 // The store has every capability of backend.Capabilities a dsh store can
-// have but ColdChildListingReader, which SQLite alone offers (a listing
-// asks ChildListing, then InspectColdBatch); storetest checks the list at run time.
+// have; storetest checks the list at run time.
 var _ interface {
 	backend.Backend
 	backend.SubtreeReader
 	backend.ChildListingReader
+	backend.ColdChildListingReader
 	backend.SubtreeListingReader
 	backend.VerifiedBatchReader
 	backend.ColdBatchReader

@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/dsh-project/dsh/internal/backend"
@@ -34,4 +35,43 @@ func (s *Store) InspectColdBatch(ctx context.Context, ids []string, types []stri
 		return nil, nil, err
 	}
 	return verdicts, logs, nil
+}
+
+// ChildListingCold implements backend.ColdChildListingReader: ChildListing,
+// then InspectColdBatch of every child without a checkpoint record, every
+// seeded child and every child whose record lacks mark, in one snapshot
+// (SQLite joins the reads into one statement). The children are held until
+// the batch is read, as a listing holds them anyway.
+func (s *Store) ChildListingCold(ctx context.Context, parent string, types []string, mark string, fn func(backend.ListedChild) error) error {
+	return s.view(ctx, func(view *Store) error {
+		var (
+			kids []backend.ListedChild
+			cold []string
+		)
+		err := view.ChildListing(ctx, parent, func(c backend.ListedChild) error {
+			kids = append(kids, c)
+			if c.Checkpoint == nil || c.Header.IsSeeded() || !bytes.Contains(c.Checkpoint, []byte(mark)) {
+				cold = append(cold, c.Header.ID)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		verdicts, logs, err := view.InspectColdBatch(ctx, cold, types)
+		if err != nil {
+			return err
+		}
+		for _, c := range kids {
+			if v, ok := verdicts[c.Header.ID]; ok {
+				c.Cold = &backend.ListedColdRead{Verdict: &v}
+			} else if in, ok := logs[c.Header.ID]; ok {
+				c.Cold = &backend.ListedColdRead{Log: in}
+			}
+			if err := fn(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
