@@ -41,6 +41,7 @@ var commands = []func(*app) *cobra.Command{
 	newImportCmd,
 	newExportCmd,
 	newServeCmd,
+	newUsageCmd,
 }
 
 // app is what every command runs with: the process's streams and the

@@ -38,6 +38,7 @@ var idArgCommands = map[string]bool{
 	"dsh export":         true,
 	"dsh cache verify":   true,
 	"dsh cache rebuild":  true,
+	"dsh usage":          true,
 }
 
 // singleIDArgCommands take exactly one id: once it is given, nothing more is
@@ -63,6 +64,7 @@ var flagValues = map[string][]string{
 	// start --mode shares the name: only the modes a child is started in.
 	"mode":     {"continuable", "one-shot"},
 	"provider": {"echo", "exec"},
+	"by":       {"model"},
 }
 
 // addCompletions registers id and value completion on every command of the

@@ -36,6 +36,13 @@ var sourceReads = map[string][][]string{
 		{"session", "show", "o", "-o", "json"},
 		{"session", "show", "nobody"},
 	},
+	"dsh usage": {
+		{"usage", "--parent", "p", "-o", "json"},
+		{"usage", "--parent", "p", "--scope", "children", "-o", "tree"},
+		{"usage", "c", "o", "--by", "model"},
+		{"--dsh-compat", "0.1.7", "usage", "--parent", "p", "-o", "jsonl"},
+		{"usage", "nobody"},
+	},
 	"dsh session events": {
 		{"session", "events", "c"},
 		{"session", "events", "c", "--type", "turn/end"},

@@ -41,6 +41,8 @@ import (
 // | Unverifier | optional | — (benchmark corpora) |
 // | ChangeNotifier | optional | — (watchers; changes.go) |
 // | UnofferedReader | optional (foreign corpora only) | — (a store keeps RefusalReader's records) |
+// | UsageReader | optional | AsFoundReader's logs summed by package usage |
+// | AsFoundReader | optional (foreign corpora only) | — (a store keeps UsageReader's totals) |
 //
 // RefusalRecorder, TextReplacementRecorder and SourceFormatWriter are part
 // of Writer: an import cannot do without them, and nothing asserts them.
@@ -267,4 +269,6 @@ var Capabilities = []Capability{
 	{Type: reflect.TypeFor[Unverifier]()},
 	{Type: reflect.TypeFor[ChangeNotifier]()},
 	{Type: reflect.TypeFor[UnofferedReader](), ForeignOnly: true},
+	{Type: reflect.TypeFor[UsageReader]()},
+	{Type: reflect.TypeFor[AsFoundReader](), ForeignOnly: true},
 }
