@@ -20,6 +20,7 @@ import (
 // column, a set of ids is one text[] parameter, and a header
 // scans straight into its pointer fields.
 var dialect = sqlstore.Dialect{
+	TypeCondition:  typeCondition,
 	EventColumns:   eventColumns,
 	InsertEvents:   insertEvents,
 	LockRow:        " FOR NO KEY UPDATE",
@@ -57,6 +58,20 @@ func insertEvents(ctx context.Context, q sqlstore.Tx, id string, events []sessio
 		return fmt.Errorf("insert %d events of session %q: %w", n, id, err)
 	}
 	return nil
+}
+
+// typeCondition is the condition on type for types, and its argument. A
+// lone descriptor type is a literal so the planner matches the partial
+// events_descriptors index; catalog types are constants PostgreSQL can
+// prove imply the catalog index's predicate (migration 0008).
+func typeCondition(types []string) (string, []any) {
+	if len(types) == 1 && types[0] == session.TypeDescriptor {
+		return "type = '" + session.TypeDescriptor + "'", nil
+	}
+	if storedlog.CatalogIndexed(types) {
+		return storedlog.TypeList("type", types), nil
+	}
+	return "type = ANY(?::text[])", []any{types}
 }
 
 // headerTargets scans the header columns straight into h: pgx sets a

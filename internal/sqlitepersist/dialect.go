@@ -3,10 +3,12 @@ package sqlitepersist
 import (
 	"context"
 	"database/sql"
+	"strings"
 
 	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlstore"
+	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
 // dialect is SQLite's side of the statements the two stores share
@@ -14,7 +16,8 @@ import (
 // set of ids is one JSON array parameter that
 // json_each walks, and a header's NULLs scan through sql.Null values.
 var dialect = sqlstore.Dialect{
-	EventColumns: eventColumns,
+	TypeCondition: typeCondition,
+	EventColumns:  eventColumns,
 	InsertEvents: func(ctx context.Context, q sqlstore.Tx, id string, events []session.Event) error {
 		return insertEvents(ctx, q.(sqliteTx).q, id, events)
 	},
@@ -23,6 +26,24 @@ var dialect = sqlstore.Dialect{
 	InIDs:          func(column string) string { return column + " IN (SELECT value FROM json_each(?))" },
 	IDs:            func(ids []string) any { return jsjson.StringArray(ids) },
 	NewHeaderScan:  func() sqlstore.HeaderScan { return new(headerScan) },
+}
+
+// typeCondition is the condition on type for types, and its arguments: a
+// literal predicate where a partial index covers the types (the
+// descriptor index; the catalog index's own predicate, migration 0008),
+// so that SQLite uses it.
+func typeCondition(types []string) (string, []any) {
+	switch {
+	case len(types) == 1 && types[0] == session.TypeDescriptor:
+		return "type = '" + session.TypeDescriptor + "'", nil
+	case storedlog.CatalogIndexed(types):
+		return storedlog.CatalogIndexFilter("type") + " AND " + storedlog.TypeList("type", types), nil
+	}
+	args := make([]any, len(types))
+	for i, t := range types {
+		args[i] = t
+	}
+	return "type IN (?" + strings.Repeat(", ?", len(types)-1) + ")", args
 }
 
 // headerScan is a headerRow whose targets are made once per query.

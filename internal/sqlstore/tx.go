@@ -81,6 +81,10 @@ type Dialect struct {
 	// in the way the driver does it fastest (SQLite: one cached statement
 	// per row; PostgreSQL: one statement whose columns travel as arrays).
 	InsertEvents func(ctx context.Context, q Tx, id string, events []session.Event) error
+	// TypeCondition is the condition on column type selecting the given
+	// event types, and its arguments: where a partial index covers the
+	// types, its predicate written so that the planner uses it.
+	TypeCondition func(types []string) (string, []any)
 	// InIDs is the condition "column is one of the ids of one parameter",
 	// IDs(ids): how a set of ids travels as a single parameter (a JSON
 	// array that SQLite's json_each walks, a text[] for PostgreSQL's
