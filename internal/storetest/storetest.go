@@ -112,6 +112,7 @@ func Run(t *testing.T, target Target) {
 		{"FastPathAuditEach", testAuditEachEqualsAudit},
 		{"FastPathDescriptorsAt", testDescriptorsAtEqualsLog},
 		{"FastPathCatalogSessions", testCatalogSessionsCoverLogs},
+		{"FastPathUsageOf", testUsage},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, target)) })
