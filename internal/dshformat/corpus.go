@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -20,11 +22,14 @@ import (
 // prefix, older records converted, the whole log validated. No dsh process
 // holds a foreign session, so nothing is live. Nothing is ever written.
 type Corpus struct {
-	src      Source
-	name     string
-	headers  []session.Header // by id
-	byID     map[string]session.Header
-	byParent map[string][]session.Header // each in (createdAt, id) order
+	src     Source
+	name    string
+	headers []session.Header // by id
+	// byID and byParent index headers by position, not by copies of
+	// them: the index is held for a whole listing, audit or import, and a
+	// copy per index was most of its size.
+	byID     []int32            // positions in id order (stable: the last of equal ids wins)
+	byParent map[string][]int32 // each in (createdAt, id) order
 }
 
 // The read side of the contract and the read-side capabilities a foreign
@@ -43,17 +48,51 @@ func NewCorpus(ctx context.Context, src Source, name string) (*Corpus, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Corpus{src: src, name: name, headers: headers, byID: make(map[string]session.Header, len(headers)), byParent: map[string][]session.Header{}}
-	for _, h := range headers {
-		c.byID[h.ID] = h
+	if int64(len(headers)) > math.MaxInt32 {
+		return nil, fmt.Errorf("%s: %d sessions are more than a corpus read in place indexes", name, len(headers))
+	}
+	c := &Corpus{src: src, name: name, headers: headers, byID: make([]int32, len(headers)), byParent: map[string][]int32{}}
+	for i, h := range headers {
+		c.byID[i] = int32(i)
 		if p := h.Parent(); h.ParentSession != nil {
-			c.byParent[p] = append(c.byParent[p], h)
+			c.byParent[p] = append(c.byParent[p], int32(i))
 		}
 	}
+	slices.SortStableFunc(c.byID, func(a, b int32) int { return strings.Compare(headers[a].ID, headers[b].ID) })
 	for _, kids := range c.byParent {
-		slices.SortFunc(kids, byCreatedThenID)
+		slices.SortFunc(kids, func(a, b int32) int { return byCreatedThenID(headers[a], headers[b]) })
 	}
 	return c, nil
+}
+
+// lookup finds session id's header: the last of the headers with that id.
+func (c *Corpus) lookup(id string) (session.Header, bool) {
+	end, _ := slices.BinarySearchFunc(c.byID, id, func(i int32, id string) int {
+		if c.headers[i].ID <= id {
+			return -1
+		}
+		return 1
+	})
+	if end == 0 || c.headers[c.byID[end-1]].ID != id {
+		return session.Header{}, false
+	}
+	return c.headers[c.byID[end-1]], true
+}
+
+// children returns parent's children in (createdAt, id) order.
+func (c *Corpus) children(parent string) iter.Seq[session.Header] {
+	return func(yield func(session.Header) bool) {
+		for _, i := range c.byParent[parent] {
+			if !yield(c.headers[i]) {
+				return
+			}
+		}
+	}
+}
+
+// hasSubagentChild reports whether one of parent's children is a subagent.
+func (c *Corpus) hasSubagentChild(parent string) bool {
+	return slices.ContainsFunc(c.byParent[parent], func(i int32) bool { return c.headers[i].IsSubagent() })
 }
 
 func byCreatedThenID(a, b session.Header) int {
@@ -85,7 +124,7 @@ func (c *Corpus) Header(ctx context.Context, id string) (session.Header, error) 
 	if err := ctx.Err(); err != nil {
 		return session.Header{}, err
 	}
-	h, ok := c.byID[id]
+	h, ok := c.lookup(id)
 	if !ok {
 		return session.Header{}, c.notFound(id)
 	}
@@ -94,7 +133,7 @@ func (c *Corpus) Header(ctx context.Context, id string) (session.Header, error) 
 
 // ChildrenOf implements backend.ChildrenReader.
 func (c *Corpus) ChildrenOf(ctx context.Context, parentID string, fn func(session.Header) error) error {
-	for _, h := range c.byParent[parentID] {
+	for h := range c.children(parentID) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -107,14 +146,14 @@ func (c *Corpus) ChildrenOf(ctx context.Context, parentID string, fn func(sessio
 
 // HasSubagentChild implements backend.ChildrenReader.
 func (c *Corpus) HasSubagentChild(ctx context.Context, id string) (bool, error) {
-	return slices.ContainsFunc(c.byParent[id], session.Header.IsSubagent), ctx.Err()
+	return c.hasSubagentChild(id), ctx.Err()
 }
 
 // SubagentParents implements backend.ChildrenReader.
 func (c *Corpus) SubagentParents(ctx context.Context, ids []string) (map[string]bool, error) {
 	out := map[string]bool{}
 	for _, id := range ids {
-		if slices.ContainsFunc(c.byParent[id], session.Header.IsSubagent) {
+		if c.hasSubagentChild(id) {
 			out[id] = true
 		}
 	}
@@ -151,8 +190,8 @@ func (c *Corpus) CountSessions(ctx context.Context, subagentOnly bool) (int, err
 // EachParent implements backend.SessionLister.
 func (c *Corpus) EachParent(ctx context.Context, subagentOnly bool, fn func(parent string) error) error {
 	var parents []string
-	for p, kids := range c.byParent {
-		if !subagentOnly || slices.ContainsFunc(kids, session.Header.IsSubagent) {
+	for p := range c.byParent {
+		if !subagentOnly || c.hasSubagentChild(p) {
 			parents = append(parents, p)
 		}
 	}
