@@ -90,48 +90,6 @@ func (s *Store) InspectVerifiedTypes(ctx context.Context, ids []string, types []
 	return out, nil
 }
 
-// ColdVerdicts implements backend.ColdVerdictReader: the read failures
-// recorded by the imports that stored these logs and the registry folds
-// recorded by their writers (migration 0007), in one query.
-func (s *Store) ColdVerdicts(ctx context.Context, ids []string) (map[string]backend.ColdVerdict, error) {
-	out := map[string]backend.ColdVerdict{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	rows, err := s.q().Query(ctx, `SELECT id, read_failure, registry_fold FROM sessions
-		WHERE id = ANY($1::text[]) AND (read_failure IS NOT NULL OR registry_fold IS NOT NULL)`, ids)
-	if err != nil {
-		return nil, s.storeError(err, "read recorded cold verdicts")
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			id            string
-			failure, fold *string
-		)
-		if err := rows.Scan(&id, &failure, &fold); err != nil {
-			return nil, s.storeError(err, "read recorded cold verdicts")
-		}
-		var (
-			failureText string
-			foldText    []byte
-		)
-		if failure != nil {
-			failureText = *failure
-		}
-		if fold != nil {
-			foldText = []byte(*fold)
-		}
-		if v := storedlog.RecordedVerdict(id, failureText, failure != nil, foldText); v != nil {
-			out[id] = *v
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.storeError(err, "read recorded cold verdicts")
-	}
-	return out, nil
-}
-
 // AuditEach implements backend.BatchAuditor in a fixed number of queries
 // for the whole batch, as sqlitepersist does: the sessions rows (with
 // whether a torn_tails or damaged_logs entry exists), then every event row

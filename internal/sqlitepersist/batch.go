@@ -170,36 +170,3 @@ func (j *joinedEvent) row() (storedlog.Row, bool) {
 	r.Seq, r.Type, r.Time, r.Ignorable = j.seq.Int64, j.typ.String, j.time.Int64, j.ignorable.Int64
 	return r, true
 }
-
-// ColdVerdicts implements backend.ColdVerdictReader: the read failures
-// recorded by the imports that stored these logs and the registry folds
-// recorded by their writers (migration 0007), in one query.
-func (s *Store) ColdVerdicts(ctx context.Context, ids []string) (map[string]backend.ColdVerdict, error) {
-	out := map[string]backend.ColdVerdict{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	rows, err := s.Querier().QueryContext(ctx, `SELECT id, read_failure, registry_fold FROM sessions
-		WHERE id IN (SELECT value FROM json_each(?)) AND (read_failure IS NOT NULL OR registry_fold IS NOT NULL)`, jsjson.StringArray(ids))
-	if err != nil {
-		return nil, s.storeError(err, "read recorded cold verdicts")
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var (
-			id      string
-			failure sql.NullString
-			fold    []byte
-		)
-		if err := rows.Scan(&id, &failure, &fold); err != nil {
-			return nil, s.storeError(err, "read recorded cold verdicts")
-		}
-		if v := storedlog.RecordedVerdict(id, failure.String, failure.Valid, fold); v != nil {
-			out[id] = *v
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.storeError(err, "read recorded cold verdicts")
-	}
-	return out, nil
-}
