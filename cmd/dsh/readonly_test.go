@@ -125,6 +125,8 @@ func readCommands(exportDir string) [][]string {
 		{"list", "--parent", "balanced", "-o", "wide"},
 		{"lease", "ls"},
 		{"lease", "ls", "--parent", "balanced", "-o", "json"},
+		{"usage", "balanced"},
+		{"usage", "--parent", "balanced", "-o", "json"},
 		{"cache", "stats"},
 		{"cache", "verify", "--all"},
 		{"export", "--to", exportDir, "--all"},
