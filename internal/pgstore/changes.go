@@ -29,7 +29,7 @@ func (s *Store) WatchChanges(ctx context.Context, notify func()) error {
 	if s.tx != nil {
 		return errors.New("pgstore: WatchChanges called on a transaction view")
 	}
-	if err := s.checkChangeTriggers(ctx); err != nil {
+	if err := s.requireMigration(ctx, changeMigration, "watch", "change notifications"); err != nil {
 		return err
 	}
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
@@ -81,21 +81,23 @@ func (s *Store) WatchChanges(ctx context.Context, notify func()) error {
 	}
 }
 
-// checkChangeTriggers refuses a catalog whose schema predates the change
-// triggers.
-func (s *Store) checkChangeTriggers(ctx context.Context) error {
+// requireMigration refuses a catalog (opened read-only, which a schema
+// older than this binary's may be) whose schema predates the migration
+// named name: what (e.g. "change notifications") needs its tables or
+// triggers, which doing (e.g. "watch") would otherwise miss or fail on.
+func (s *Store) requireMigration(ctx context.Context, name, doing, what string) error {
 	ms, err := loadMigrations()
 	if err != nil {
 		return dsherr.Wrap(dsherr.Internal, err, "embedded migrations")
 	}
 	need := 0
 	for _, m := range ms {
-		if m.Name == changeMigration {
+		if m.Name == name {
 			need = m.Version
 		}
 	}
 	if need == 0 {
-		return dsherr.New(dsherr.Internal, "no embedded migration %s", changeMigration)
+		return dsherr.New(dsherr.Internal, "no embedded migration %s", name)
 	}
 	have, err := s.SchemaVersion(ctx)
 	if err != nil {
@@ -103,7 +105,7 @@ func (s *Store) checkChangeTriggers(ctx context.Context) error {
 	}
 	if have < need {
 		return dsherr.New(dsherr.StoreUnavailable,
-			"cannot watch %s: its schema version is %d and change notifications need version %d; run dsh init to migrate it", s.name, have, need)
+			"cannot %s %s: its schema version is %d and %s need version %d; run dsh init to migrate it", doing, s.name, have, what, need)
 	}
 	return nil
 }

@@ -11,9 +11,16 @@ var _ backend.UsageReader = (*Store)(nil)
 // usageChunk bounds the ids bound into one statement.
 const usageChunk = 4096
 
+// usageMigration creates session_usage; a catalog opened read-only may
+// predate it.
+const usageMigration = "session_usage"
+
 // UsageOf implements backend.UsageReader: per chunk of ids, one query over
 // session_usage (migration 0012) and the damage records beside the logs.
 func (s *Store) UsageOf(ctx context.Context, ids []string, fn func(backend.SessionUsage) error) error {
+	if err := s.requireMigration(ctx, usageMigration, "read the token usage of", "token totals"); err != nil {
+		return err
+	}
 	for start := 0; start < len(ids); start += usageChunk {
 		got, err := s.usageOf(ctx, ids[start:min(start+usageChunk, len(ids))])
 		if err != nil {
