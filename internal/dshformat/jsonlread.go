@@ -549,7 +549,9 @@ func firstLine(r io.Reader, limit int) ([]byte, error) {
 
 func firstFrameLine(r io.Reader, limit int) ([]byte, error) {
 	var buf []byte
-	chunk := make([]byte, 8<<10)
+	// A header frame is a few hundred bytes: read it in small steps,
+	// not a large block per session of a corpus.
+	chunk := make([]byte, 2<<10)
 	for {
 		n, readErr := io.ReadFull(r, chunk)
 		buf = append(buf, chunk[:n]...)

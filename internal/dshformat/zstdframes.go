@@ -345,9 +345,10 @@ func decodeCapped(b []byte, limit int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Most payloads are small (a header frame is one line): try a small
-	// buffer before paying for one of the full limit.
-	for size := min(limit, 64<<10); ; size = limit {
+	// Most payloads are small (a header frame is one line, read once per
+	// session of a corpus): try small buffers before paying for one of
+	// the full limit.
+	for size := min(limit, 4<<10); ; size = min(limit, size*16) {
 		out, err := dec.DecodeAll(b, make([]byte, 0, size+1))
 		// Outgrowing the buffer surfaces as one of several decoder errors,
 		// with the output decoded so far; having reached the buffer's size
