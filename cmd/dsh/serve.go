@@ -72,7 +72,7 @@ never written. See docs/serve.md.
 		}
 		needs, err := serve.NeedsToken(listen)
 		if err != nil {
-			return dsherr.Wrap(dsherr.Usage, err, "dsh serve")
+			return &dsherr.Error{Code: dsherr.Usage, Msg: err.Error(), Err: err}
 		}
 		if needs && token == "" {
 			return dsherr.New(dsherr.Usage, "--listen %s is reachable from other machines: give --token (or DSH_TOKEN), or listen on 127.0.0.1", listen)

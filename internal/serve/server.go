@@ -87,7 +87,7 @@ func New(c Corpus, cfg Config) (*Server, error) {
 func NeedsToken(listen string) (bool, error) {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
-		return false, fmt.Errorf("--listen %q: %w", listen, err)
+		return false, fmt.Errorf("--listen %s: %w", listen, err)
 	}
 	if strings.EqualFold(host, "localhost") {
 		return false, nil
