@@ -101,6 +101,10 @@ Read-only.
 				return err
 			}
 		}
+		if cmd.Flags().Changed("source") {
+			// Reading every log of a corpus in place can take a while.
+			defer a.spinner(progressMode{}, "reading the source")()
+		}
 		records, err := readUsage(cmd.Context(), a, src, ids, withParent, sc)
 		if err != nil {
 			return cancelledListing(cmd.Context(), err)
