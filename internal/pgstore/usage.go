@@ -6,8 +6,6 @@ import (
 	"github.com/dsh-project/dsh/internal/backend"
 )
 
-var _ backend.UsageReader = (*Store)(nil)
-
 // usageMigration creates session_usage; a catalog opened read-only may
 // predate it.
 const usageMigration = "session_usage"
