@@ -100,25 +100,36 @@ type VerifyReport struct {
 // and after each chunk.
 func (c Checkpoints) Verify(ctx context.Context, ids []string, progress func(done, total int)) (VerifyReport, error) {
 	var rep VerifyReport
+	reg := NewRegistry()
+	err := c.eachChunk(ctx, ids, progress, func(part []string) error {
+		return c.verifyChunk(ctx, reg, part, &rep)
+	})
+	return rep, err
+}
+
+// eachChunk calls fn on ids (nil: every session with a checkpoint record)
+// maintainChunk at a time, in order; progress (may be nil) is called before
+// the first chunk and after each.
+func (c Checkpoints) eachChunk(ctx context.Context, ids []string, progress func(done, total int), fn func(part []string) error) error {
 	if ids == nil {
 		var err error
 		if ids, err = c.Cache.IDs(ctx); err != nil {
-			return rep, err
-		}
-	}
-	reg := NewRegistry()
-	for start := 0; start < len(ids); start += maintainChunk {
-		if progress != nil {
-			progress(start, len(ids))
-		}
-		if err := c.verifyChunk(ctx, reg, ids[start:min(start+maintainChunk, len(ids))], &rep); err != nil {
-			return rep, err
+			return err
 		}
 	}
 	if progress != nil {
-		progress(len(ids), len(ids))
+		progress(0, len(ids))
 	}
-	return rep, nil
+	for start := 0; start < len(ids); start += maintainChunk {
+		end := min(start+maintainChunk, len(ids))
+		if err := fn(ids[start:end]); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(end, len(ids))
+		}
+	}
+	return nil
 }
 
 // verified is one session's outcome in a verify.

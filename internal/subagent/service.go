@@ -231,18 +231,8 @@ func (c Checkpoints) Rebuild(ctx context.Context, ids []string, progress func(do
 		return c.Cache.Rebuild(ctx, c.Read, ids, progress)
 	}
 	var rep projcache.RebuildReport
-	if ids == nil {
-		var err error
-		if ids, err = c.Cache.IDs(ctx); err != nil {
-			return rep, err
-		}
-	}
 	reg := NewRegistry()
-	for start := 0; start < len(ids); start += maintainChunk {
-		if progress != nil {
-			progress(start, len(ids))
-		}
-		part := ids[start:min(start+maintainChunk, len(ids))]
+	err := c.eachChunk(ctx, ids, progress, func(part []string) error {
 		one := projcache.RebuildReport{}
 		err := c.tx(ctx, func(tx backend.Store) error {
 			cache := projcache.NewCache(tx, reg)
@@ -284,16 +274,14 @@ func (c Checkpoints) Rebuild(ctx context.Context, ids []string, progress func(do
 			return nil
 		})
 		if err != nil {
-			return rep, err
+			return err
 		}
 		rep.Rewritten += one.Rewritten
 		rep.Removed = append(rep.Removed, one.Removed...)
 		rep.UnitFailures = append(rep.UnitFailures, one.UnitFailures...)
-		if progress != nil {
-			progress(start+len(part), len(ids))
-		}
-	}
-	return rep, nil
+		return nil
+	})
+	return rep, err
 }
 
 // CheckpointStore is a backend whose checkpoint cache dsh maintains.
