@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/leases"
 	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/session"
 )
 
 func newLeaseCmd(a *app) *cobra.Command {
@@ -31,7 +35,8 @@ same as {"sessionId","holder","host","pid","acquiredAt","heartbeatAt",
 "expiresAt","state"}, times in epoch milliseconds.
 
 --parent keeps the leases of that session's children (sessions naming it as
-parentSession). Read-only; a --source corpus has no leases, so there is no
+parentSession); one naming neither a session nor the parent of one answers
+empty with a warning on stderr, as list does. Read-only; a --source corpus has no leases, so there is no
 --source.
 
 ` + exitStatusHelp(),
@@ -71,5 +76,44 @@ func runLeaseLs(ctx context.Context, a *app, p *render.Printer, parent *string) 
 	if err != nil {
 		return err
 	}
+	if parent != nil && len(t.Rows) == 0 {
+		// As list warns: a parent with neither a session nor children is
+		// most likely mistyped, and an empty answer should not read as
+		// "nothing is running there".
+		known, err := sessionOrChildren(ctx, s, *parent)
+		if err != nil {
+			return err
+		}
+		if !known {
+			defer a.warn(fmt.Sprintf("no session with id %q and no children: no leases to list", *parent))
+		}
+	}
 	return p.Leases(t.Rows)
 }
+
+// sessionOrChildren reports whether id names a session or is the parent of
+// one.
+func sessionOrChildren(ctx context.Context, s interface {
+	backend.HeaderReader
+	backend.ChildrenReader
+}, id string) (bool, error) {
+	_, err := s.Header(ctx, id)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, backend.ErrNotFound) {
+		return false, err
+	}
+	found := false
+	err = s.ChildrenOf(ctx, id, func(session.Header) error {
+		found = true
+		return errStopChildren
+	})
+	if errors.Is(err, errStopChildren) {
+		err = nil
+	}
+	return found, err
+}
+
+// errStopChildren ends a ChildrenOf walk at its first child.
+var errStopChildren = errors.New("stop at the first child")
