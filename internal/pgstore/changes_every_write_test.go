@@ -2,13 +2,13 @@ package pgstore
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/pgtest"
 	"github.com/dsh-project/dsh/internal/session"
+	"github.com/dsh-project/dsh/internal/storetest"
 )
 
 // Every write a listing, an audit or a lease listing can see wakes a
@@ -17,8 +17,7 @@ import (
 // listing serves, appended events an audit's verdict. (Each of these
 // writes touches its own table, so each needs that table's trigger.)
 func TestWatchChangesWokenByEveryWrite(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
 	w := openT(t, url)
 	s, err := OpenReadOnly(ctx, url)
@@ -29,24 +28,14 @@ func TestWatchChangesWokenByEveryWrite(t *testing.T) {
 	if err := w.CreateSession(ctx, session.Header{ID: "p", CreatedAt: 1}, nil); err != nil {
 		t.Fatal(err)
 	}
-	wakes := make(chan struct{}, 64)
-	done := make(chan error, 1)
-	go func() { done <- s.WatchChanges(ctx, func() { wakes <- struct{}{} }) }()
+	watch := storetest.Watch(ctx, t, s)
+	// One transaction is one wake-up; a late duplicate is let arrive and
+	// dropped, so the next write is judged alone.
 	wait := func(what string) {
 		t.Helper()
-		select {
-		case <-wakes:
-		case err := <-done:
-			t.Fatalf("%s: WatchChanges returned %v", what, err)
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s: the watcher was not woken", what)
-		}
-		// One transaction is one wake-up; let a late duplicate arrive
-		// and drop it, so the next write is judged alone.
+		watch.Next(what, 5*time.Second)
 		time.Sleep(100 * time.Millisecond)
-		for len(wakes) > 0 {
-			<-wakes
-		}
+		watch.Drain()
 	}
 	wait("the watch in place")
 
@@ -68,8 +57,5 @@ func TestWatchChangesWokenByEveryWrite(t *testing.T) {
 		}
 		wait(step.what)
 	}
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("WatchChanges after cancel = %v", err)
-	}
+	watch.Stop(5 * time.Second)
 }

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -44,39 +43,9 @@ func testChangeSignal(t *testing.T, e *env) {
 	if !ok {
 		t.Fatalf("%T is no backend.ChangeNotifier", ro)
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	defer cancel()
-	wakes := make(chan time.Time, 64)
-	done := make(chan error, 1)
-	go func() {
-		done <- cn.WatchChanges(ctx, func() {
-			select {
-			case wakes <- time.Now():
-			default:
-				// A watcher that stopped reading has already failed.
-			}
-		})
-	}()
-	wait := func(what string, since time.Time) time.Duration {
-		t.Helper()
-		select {
-		case at := <-wakes:
-			return at.Sub(since)
-		case err := <-done:
-			t.Fatalf("%s: WatchChanges returned %v before ctx ended", what, err)
-		case <-time.After(changeWait):
-			t.Fatalf("%s: no call within %s", what, changeWait)
-		}
-		return 0
-	}
-	wait("the watch in place", time.Now())
-	select {
-	case <-wakes:
-		t.Fatal("WatchChanges called notify again with nothing written")
-	case err := <-done:
-		t.Fatalf("WatchChanges returned %v before ctx ended", err)
-	case <-time.After(quietInterval):
-	}
+	w := Watch(e.ctx, t, cn)
+	w.Next("the watch in place", changeWait)
+	w.Quiet("once in place", quietInterval)
 	if e.target.Fingerprint != nil {
 		after, err := e.target.Fingerprint(e.addr)
 		if err != nil {
@@ -89,8 +58,9 @@ func testChangeSignal(t *testing.T, e *env) {
 
 	// Another connection of this process.
 	e.create(root("same-process", 2), nil)
-	t.Logf("a commit in another connection woke the watcher after %s", wait("a commit in another connection", time.Now()))
-	drain(wakes)
+	since := time.Now()
+	t.Logf("a commit in another connection woke the watcher after %s", w.Next("a commit in another connection", changeWait).Sub(since))
+	w.Drain()
 
 	// Another process.
 	top, _, _ := strings.Cut(t.Name(), "/")
@@ -109,27 +79,8 @@ func testChangeSignal(t *testing.T, e *env) {
 		t.Fatalf("writer process: %v\n%s", err, out)
 	}
 	committed := time.Unix(0, ns)
-	t.Logf("a commit in another process woke the watcher after %s", wait("a commit in another process", committed))
-
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("WatchChanges after cancel = %v; want context.Canceled", err)
-		}
-	case <-time.After(changeWait):
-		t.Fatalf("WatchChanges still running %s after its context was cancelled", changeWait)
-	}
-}
-
-func drain(c chan time.Time) {
-	for {
-		select {
-		case <-c:
-		default:
-			return
-		}
-	}
+	t.Logf("a commit in another process woke the watcher after %s", w.Next("a commit in another process", changeWait).Sub(committed))
+	w.Stop(changeWait)
 }
 
 // writeChild is Run in a re-executed test binary: open the store, create
