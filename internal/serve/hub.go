@@ -19,7 +19,10 @@ const maxStreams = 256
 // change the hub renders every subscribed topic once — one query per topic
 // per change, whatever the number of streams — and sends what changed.
 type hub struct {
-	reader any
+	// notifier is the store's change signal; nil when the corpus has none
+	// (a --source read in place), and the pages then follow only leases
+	// running out.
+	notifier backend.ChangeNotifier
 	// expiry is how long until the earliest live lease runs out (false:
 	// none is live): a lease running out changes a listing without any
 	// write, so the hub looks again then.
@@ -53,8 +56,8 @@ type stream struct {
 	ch chan []byte
 }
 
-func newHub(reader any) *hub {
-	return &hub{reader: reader, wake: make(chan struct{}, 1), done: make(chan struct{}), topics: map[string]*topic{}}
+func newHub(notifier backend.ChangeNotifier) *hub {
+	return &hub{notifier: notifier, wake: make(chan struct{}, 1), done: make(chan struct{}), topics: map[string]*topic{}}
 }
 
 func (h *hub) kick() {
@@ -69,9 +72,9 @@ func (h *hub) close() { h.once.Do(func() { close(h.done) }) }
 
 // run watches the store and refreshes topics until ctx ends.
 func (h *hub) run(ctx context.Context) {
-	if n, ok := h.reader.(backend.ChangeNotifier); ok {
+	if h.notifier != nil {
 		go func() {
-			err := n.WatchChanges(ctx, func() {
+			err := h.notifier.WatchChanges(ctx, func() {
 				h.changed.Store(true)
 				h.kick()
 			})

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dshcompat"
 	"github.com/dsh-project/dsh/internal/location"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -74,7 +75,8 @@ func New(c Corpus, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.pages = p
-	s.hub = newHub(c.Reader)
+	notifier, _ := c.Reader.(backend.ChangeNotifier)
+	s.hub = newHub(notifier)
 	s.hub.expiry = s.nextExpiry
 	s.hub.warn = cfg.Warn
 	s.routes()
