@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -197,20 +198,13 @@ func (s *Server) pageRoots(w http.ResponseWriter, r *http.Request) {
 
 // withView is a page's query as its event stream's.
 func withView(q url.Values, view, id string) string {
-	q = maps(q)
+	// Set replaces a key's slice, so a shallow copy leaves q as it was.
+	q = maps.Clone(q)
 	q.Set("view", view)
 	if id != "" {
 		q.Set("id", id)
 	}
 	return q.Encode()
-}
-
-func maps(q url.Values) url.Values {
-	out := url.Values{}
-	for k, v := range q {
-		out[k] = slices.Clone(v)
-	}
-	return out
 }
 
 // node is one row of a tree page.
