@@ -159,11 +159,21 @@ func parsePage(q url.Values, def int) (pageParams, error) {
 	return p, nil
 }
 
-// rowCursor is where the next page of a listing starts: the offset, and
-// the id of the last row served, which a listing that changed in between
-// is searched for.
-func rowCursor(offset int, lastID string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(offset) + ":" + lastID))
+// A cursor is where the next page starts: a position (a listing's offset,
+// or the createdAt of the last root served) and the id of the last item
+// served, which a listing that changed in between is searched for.
+func encodeCursor(pos int64, lastID string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(pos, 10) + ":" + lastID))
+}
+
+func decodeCursor(c string) (pos int64, lastID string, err error) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	at, id, ok := strings.Cut(string(raw), ":")
+	n, aerr := strconv.ParseInt(at, 10, 64)
+	if err != nil || !ok || aerr != nil {
+		return 0, "", dsherr.New(dsherr.Usage, "cursor %q: not one this server gave", c)
+	}
+	return n, id, nil
 }
 
 // pageRows cuts one page out of rows, and the cursor of the next ("" at
@@ -171,13 +181,14 @@ func rowCursor(offset int, lastID string) string {
 func pageRows(rows []subagent.Row, p pageParams) ([]subagent.Row, string, error) {
 	start := 0
 	if p.cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(p.cursor)
-		off, id, ok := strings.Cut(string(raw), ":")
-		n, aerr := strconv.Atoi(off)
-		if err != nil || !ok || aerr != nil || n < 0 {
-			return nil, "", dsherr.New(dsherr.Usage, "cursor %q: not one this server gave", p.cursor)
+		n, id, err := decodeCursor(p.cursor)
+		if err == nil && n < 0 {
+			err = dsherr.New(dsherr.Usage, "cursor %q: not one this server gave", p.cursor)
 		}
-		start = min(n, len(rows))
+		if err != nil {
+			return nil, "", err
+		}
+		start = int(min(n, int64(len(rows))))
 		if start == 0 || rows[start-1].ID != id {
 			for i, r := range rows {
 				if r.ID == id {
@@ -190,7 +201,7 @@ func pageRows(rows []subagent.Row, p pageParams) ([]subagent.Row, string, error)
 	end := min(start+p.limit, len(rows))
 	next := ""
 	if end < len(rows) {
-		next = rowCursor(end, rows[end-1].ID)
+		next = encodeCursor(int64(end), rows[end-1].ID)
 	}
 	return rows[start:end], next, nil
 }
@@ -227,13 +238,10 @@ func (s *Server) roots(ctx context.Context, rq rootsQuery) ([]report.Header, str
 		seen      bool
 	}
 	if rq.page.cursor != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(rq.page.cursor)
-		at, id, ok := strings.Cut(string(raw), ":")
-		n, aerr := strconv.ParseInt(at, 10, 64)
-		if err != nil || !ok || aerr != nil {
-			return nil, "", dsherr.New(dsherr.Usage, "cursor %q: not one this server gave", rq.page.cursor)
+		var err error
+		if after.createdAt, after.id, err = decodeCursor(rq.page.cursor); err != nil {
+			return nil, "", err
 		}
-		after.createdAt, after.id = n, id
 	}
 	needle := strings.ToLower(rq.filter)
 	var out []report.Header
@@ -256,7 +264,7 @@ func (s *Server) roots(ctx context.Context, rq rootsQuery) ([]report.Header, str
 		}
 		if len(out) == rq.page.limit {
 			last := out[len(out)-1]
-			next = base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(last.CreatedAt, 10) + ":" + last.ID))
+			next = encodeCursor(last.CreatedAt, last.ID)
 			return errFull
 		}
 		out = append(out, report.NewHeader(h))
