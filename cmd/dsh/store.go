@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/location"
+	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
 
@@ -53,20 +52,11 @@ func closeStore(s location.Store, err *error) {
 	}
 }
 
-// checkSessionID accepts every id DSH accepts, any non-empty string (DSH
-// wrote and listed a session named " zeta"), and refuses only what cannot be
-// stored and passed on intact: bytes that are not UTF-8 (DSH's ids are
-// Unicode text, and JSON cannot carry such bytes) and NUL (SQLite's text
-// functions and C strings end there). Blanks and control characters are
-// kept; every human output escapes them.
+// checkSessionID is session.CheckID with what the id was given as (a flag,
+// a command) named first.
 func checkSessionID(what, id string) error {
-	switch {
-	case id == "":
-		return dsherr.New(dsherr.InvalidInput, "%s: empty session id", what)
-	case !utf8.ValidString(id):
-		return dsherr.New(dsherr.InvalidInput, "%s: session id %q is not valid UTF-8 (DSH ids are Unicode text)", what, id)
-	case strings.ContainsRune(id, 0):
-		return dsherr.New(dsherr.InvalidInput, "%s: session id %q contains NUL, which the store cannot keep intact", what, id)
+	if err := session.CheckID(id); err != nil {
+		return dsherr.Wrap(dsherr.InvalidInput, err, "%s", what)
 	}
 	return nil
 }

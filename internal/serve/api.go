@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/diagnose"
@@ -130,15 +129,7 @@ func sessionID(r *http.Request, what string) (string, error) {
 	if what != "" {
 		id = r.URL.Query().Get(what)
 	}
-	switch {
-	case id == "":
-		return "", dsherr.New(dsherr.InvalidInput, "empty session id")
-	case !utf8.ValidString(id):
-		return "", dsherr.New(dsherr.InvalidInput, "session id %q is not valid UTF-8 (DSH ids are Unicode text)", id)
-	case strings.ContainsRune(id, 0):
-		return "", dsherr.New(dsherr.InvalidInput, "session id %q contains NUL, which the store cannot keep intact", id)
-	}
-	return id, nil
+	return id, session.CheckID(id)
 }
 
 // pageParams are a paged request's cursor and size.
@@ -433,8 +424,8 @@ func parseDiagnose(r *http.Request) (diagnose.Selection, int, error) {
 		sel.Parent, sel.HasParent = p, true
 	}
 	for _, id := range q["id"] {
-		if id == "" || !utf8.ValidString(id) || strings.ContainsRune(id, 0) {
-			return sel, 0, dsherr.New(dsherr.InvalidInput, "id %q: not a session id", id)
+		if err := session.CheckID(id); err != nil {
+			return sel, 0, dsherr.Wrap(dsherr.InvalidInput, err, "id")
 		}
 		sel.IDs = append(sel.IDs, id)
 	}

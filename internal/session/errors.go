@@ -2,6 +2,8 @@ package session
 
 import (
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/dsh-project/dsh/internal/dsherr"
 )
@@ -20,6 +22,25 @@ var ErrFormatUnsupported = &dsherr.Error{
 var ErrInvalidLog = &dsherr.Error{
 	Code: dsherr.InvalidLog,
 	Msg:  "session log failed validation",
+}
+
+// CheckID accepts every id DSH accepts, any non-empty string (DSH wrote
+// and listed a session named " zeta"), and refuses only what cannot be
+// stored and passed on intact: bytes that are not UTF-8 (DSH's ids are
+// Unicode text, and JSON cannot carry such bytes) and NUL (SQLite's text
+// functions and C strings end there). Blanks and control characters are
+// kept; every human output escapes them. The CLI and dsh serve both check
+// ids here.
+func CheckID(id string) error {
+	switch {
+	case id == "":
+		return dsherr.New(dsherr.InvalidInput, "empty session id")
+	case !utf8.ValidString(id):
+		return dsherr.New(dsherr.InvalidInput, "session id %q is not valid UTF-8 (DSH ids are Unicode text)", id)
+	case strings.ContainsRune(id, 0):
+		return dsherr.New(dsherr.InvalidInput, "session id %q contains NUL, which the store cannot keep intact", id)
+	}
+	return nil
 }
 
 // Rule ids name the check a ValidationError comes from. They are stable:
