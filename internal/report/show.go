@@ -72,19 +72,27 @@ type SessionReader interface {
 // records the DSH format its sessions came from adds it. An unknown id
 // wraps backend.ErrNotFound.
 func Show(ctx context.Context, view SessionReader, id string) (Session, error) {
-	v, err := describe(ctx, view, id)
+	v, _, err := ShowEvents(ctx, view, id)
+	return v, err
+}
+
+// ShowEvents is Show and the events of the valid prefix it summarized (nil
+// when the log cannot be read), from one read of the log: a page that
+// shows the summary and the last events reads it once.
+func ShowEvents(ctx context.Context, view SessionReader, id string) (Session, []session.Event, error) {
+	v, events, err := describe(ctx, view, id)
 	if err != nil {
-		return v, err
+		return v, nil, err
 	}
 	if formats, ok := view.(backend.SourceFormatReader); ok {
 		v.SourceFormat, err = formats.SourceFormat(ctx, id)
 	}
-	return v, err
+	return v, events, err
 }
 
 // describe reads the header and the log summary. Facts kept beside the log
 // (such as who holds the session) belong here.
-func describe(ctx context.Context, view SessionReader, id string) (Session, error) {
+func describe(ctx context.Context, view SessionReader, id string) (Session, []session.Event, error) {
 	ins, err := view.Inspect(ctx, id)
 	var (
 		ve *session.ValidationError
@@ -93,7 +101,7 @@ func describe(ctx context.Context, view SessionReader, id string) (Session, erro
 	if errors.As(err, &ve) || errors.As(err, &ce) {
 		h, herr := view.Header(ctx, id)
 		if herr != nil {
-			return Session{}, herr
+			return Session{}, nil, herr
 		}
 		v := Session{Header: NewHeader(h)}
 		if ve != nil {
@@ -101,10 +109,10 @@ func describe(ctx context.Context, view SessionReader, id string) (Session, erro
 		} else {
 			v.Unreadable = &Unreadable{Seq: ce.Seq, Reason: ce.Reason}
 		}
-		return v, nil
+		return v, nil, nil
 	}
 	if err != nil {
-		return Session{}, err
+		return Session{}, nil, err
 	}
 	sum := session.Summarize(ins.Events)
 	log := &LogSummary{Events: len(ins.Events), Turns: sum.Turns, OpenTurn: sum.OpenTurn}
@@ -114,5 +122,5 @@ func describe(ctx context.Context, view SessionReader, id string) (Session, erro
 	if ins.Torn != nil {
 		log.TornTail = &TornTail{FromSeq: ins.Torn.FromSeq, Reason: ins.Torn.Reason}
 	}
-	return Session{Header: NewHeader(ins.Header), Log: log}, nil
+	return Session{Header: NewHeader(ins.Header), Log: log}, ins.Events, nil
 }

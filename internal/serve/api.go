@@ -299,13 +299,14 @@ func (s *Server) apiSessions(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// show is `session show`'s view of id, from one snapshot.
-func (s *Server) show(ctx context.Context, id string) (v report.Session, err error) {
+// show is `session show`'s view of id, and the events it summarized, from
+// one snapshot and one read of the log.
+func (s *Server) show(ctx context.Context, id string) (v report.Session, events []session.Event, err error) {
 	err = s.corpus.View(ctx, func(view location.Reader) error {
-		v, err = report.Show(ctx, view, id)
+		v, events, err = report.ShowEvents(ctx, view, id)
 		return err
 	})
-	return v, s.corpus.LookupError(id, err)
+	return v, events, s.corpus.LookupError(id, err)
 }
 
 func (s *Server) apiSession(w http.ResponseWriter, r *http.Request) {
@@ -315,7 +316,7 @@ func (s *Server) apiSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.answer(w, r, func(p *render.Printer) error {
-		v, err := s.show(r.Context(), id)
+		v, _, err := s.show(r.Context(), id)
 		if err != nil {
 			return err
 		}

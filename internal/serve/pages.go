@@ -21,6 +21,7 @@ import (
 	"github.com/dsh-project/dsh/internal/leases"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/report"
+	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -363,7 +364,7 @@ func (s *Server) pageSession(w http.ResponseWriter, r *http.Request) {
 		Fragment           template.HTML
 	}{pageBase: pageBase{Title: render.Escape(lq.parent), Where: s.cfg.Where}, ID: lq.parent, Scope: lq.scope.String(),
 		State: strings.Join(lq.filter.States, ","), Mode: strings.Join(lq.filter.Modes, ",")}
-	v, err := s.show(ctx, lq.parent)
+	v, events, err := s.show(ctx, lq.parent)
 	known := true
 	switch {
 	case report.ErrorCode(err) == dsherr.NotFound:
@@ -394,20 +395,7 @@ func (s *Server) pageSession(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if ins, err := s.corpus.Reader.Inspect(ctx, lq.parent); err == nil {
-		evs := ins.Events[max(0, len(ins.Events)-lastEvents):]
-		for i := len(evs) - 1; i >= 0; i-- {
-			e := evs[i]
-			text := string(e.Data)
-			if c, err := compactJSON(e.Data); err == nil {
-				text = c
-			}
-			if len(text) > eventData {
-				text = strings.ToValidUTF8(text[:eventData], "") + "…"
-			}
-			data.Events = append(data.Events, eventLine{Seq: e.Seq, Type: e.Type, Time: e.Time, Data: text})
-		}
-	}
+	data.Events = lastEventLines(events)
 	frag, err := s.treeFragment(ctx, lq)
 	if err != nil {
 		s.fail(w, r, err)
@@ -416,6 +404,25 @@ func (s *Server) pageSession(w http.ResponseWriter, r *http.Request) {
 	data.Fragment = template.HTML(frag)
 	data.Live = "/api/v1/events?" + withView(r.URL.Query(), "tree", lq.parent)
 	s.execute(w, r, s.pages.session, data)
+}
+
+// lastEventLines are the last few events, newest first, their data cut to
+// what a line shows.
+func lastEventLines(events []session.Event) []eventLine {
+	var out []eventLine
+	evs := events[max(0, len(events)-lastEvents):]
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := evs[i]
+		text := string(e.Data)
+		if c, err := compactJSON(e.Data); err == nil {
+			text = c
+		}
+		if len(text) > eventData {
+			text = strings.ToValidUTF8(text[:eventData], "") + "…"
+		}
+		out = append(out, eventLine{Seq: e.Seq, Type: e.Type, Time: e.Time, Data: text})
+	}
+	return out
 }
 
 func compactJSON(b []byte) (string, error) {
