@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/leases"
 )
 
 // maxStreams bounds the event streams one server keeps open.
@@ -23,10 +24,11 @@ type hub struct {
 	// (a --source read in place), and the pages then follow only leases
 	// running out.
 	notifier backend.ChangeNotifier
-	// expiry is how long until the earliest live lease runs out (false:
-	// none is live): a lease running out changes a listing without any
-	// write, so the hub looks again then.
-	expiry  func(ctx context.Context) (time.Duration, bool)
+	// leases reads the lease table, once per refresh (see round): the
+	// holders of the trees' running rows, and when the earliest live lease
+	// runs out — that changes a listing without any write, so the hub
+	// looks again then. Nil: no leases.
+	leases  func(ctx context.Context) (leases.Table, error)
 	changed atomic.Bool
 	wake    chan struct{}
 	done    chan struct{}
@@ -44,10 +46,34 @@ type hub struct {
 
 // topic is one fragment the hub keeps current for its streams.
 type topic struct {
-	render func(ctx context.Context) ([]byte, error)
+	render renderFunc
 	stale  bool
 	last   []byte
 	subs   map[*stream]struct{}
+}
+
+// renderFunc renders a topic's fragment; what it reads of the leases it
+// reads through rd, shared by every topic of one refresh.
+type renderFunc func(ctx context.Context, rd *round) ([]byte, error)
+
+// round is what one refresh (or one page request) reads once for all it
+// renders: the lease table, read when first asked for, so that N trees
+// with running rows cost one lease read per change, not N+1.
+type round struct {
+	read func(ctx context.Context) (leases.Table, error)
+	done bool
+	t    leases.Table
+	err  error
+}
+
+func (r *round) leases(ctx context.Context) (leases.Table, error) {
+	if !r.done {
+		r.done = true
+		if r.read != nil {
+			r.t, r.err = r.read(ctx)
+		}
+	}
+	return r.t, r.err
 }
 
 // stream is one client's event stream: the latest fragment not yet sent
@@ -96,10 +122,15 @@ func (h *hub) run(ctx context.Context) {
 			// The earliest live lease has run out: listings changed.
 			h.changed.Store(true)
 		}
-		h.refresh(ctx)
-		if h.expiry != nil {
-			if d, ok := h.expiry(ctx); ok {
-				timer.Reset(d)
+		rd := &round{read: h.leases}
+		h.refresh(ctx, rd)
+		if h.leases == nil {
+			continue
+		}
+		if t, err := rd.leases(ctx); err == nil {
+			if d, ok := t.NextExpiry(); ok {
+				// A little after it, by the backend's clock.
+				timer.Reset(d + 10*time.Millisecond)
 			}
 		}
 	}
@@ -107,7 +138,7 @@ func (h *hub) run(ctx context.Context) {
 
 // refresh renders every stale topic that has streams and sends each
 // stream what changed.
-func (h *hub) refresh(ctx context.Context) {
+func (h *hub) refresh(ctx context.Context, rd *round) {
 	changed := h.changed.Swap(false)
 	if changed {
 		h.changes.Add(1)
@@ -125,7 +156,7 @@ func (h *hub) refresh(ctx context.Context) {
 	}
 	h.mu.Unlock()
 	for _, t := range todo {
-		b, err := t.render(ctx)
+		b, err := t.render(ctx, rd)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -153,7 +184,7 @@ func (s *stream) send(b []byte) {
 
 // subscribe adds a stream to the topic key (rendered by render), sending
 // it the topic's current fragment at once when the hub has one.
-func (h *hub) subscribe(key string, render func(ctx context.Context) ([]byte, error)) (*stream, bool) {
+func (h *hub) subscribe(key string, render renderFunc) (*stream, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.streams >= maxStreams {

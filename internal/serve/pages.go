@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/diagnose"
@@ -236,7 +235,7 @@ type treeData struct {
 
 // treeFragment renders one page of lq's listing as a nested tree, with the
 // lease holder of each running row.
-func (s *Server) treeFragment(ctx context.Context, lq listQuery) ([]byte, error) {
+func (s *Server) treeFragment(ctx context.Context, rd *round, lq listQuery) ([]byte, error) {
 	listing, err := s.list(ctx, lq)
 	if err != nil {
 		return nil, err
@@ -245,7 +244,7 @@ func (s *Server) treeFragment(ctx context.Context, lq listQuery) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	holders, err := s.holders(ctx, rows)
+	holders, err := s.holders(ctx, rd, rows)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +298,7 @@ func (s *Server) treeFragment(ctx context.Context, lq listQuery) ([]byte, error)
 
 // holders are the live leases of the running rows, by session id, judged
 // by the backend's clock.
-func (s *Server) holders(ctx context.Context, rows []subagent.Row) (map[string]leases.Row, error) {
+func (s *Server) holders(ctx context.Context, rd *round, rows []subagent.Row) (map[string]leases.Row, error) {
 	running := false
 	for _, r := range rows {
 		running = running || r.Kind == subagent.KindChild && r.Activity == subagent.ActivityRunning
@@ -307,23 +306,20 @@ func (s *Server) holders(ctx context.Context, rows []subagent.Row) (map[string]l
 	if !running {
 		return nil, nil
 	}
-	t, err := leases.Read(ctx, s.corpus.Reader, nil)
+	t, err := rd.leases(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return t.Holders(), nil
 }
 
-// nextExpiry is how long until the earliest live lease runs out, by the
-// backend's clock, and a little more: the hub looks again then.
-func (s *Server) nextExpiry(ctx context.Context) (time.Duration, bool) {
-	t, err := leases.Read(ctx, s.corpus.Reader, nil)
-	if err != nil {
-		return 0, false
-	}
-	d, ok := t.NextExpiry()
-	return d + 10*time.Millisecond, ok
+// readLeases reads every lease, judged by the backend's clock.
+func (s *Server) readLeases(ctx context.Context) (leases.Table, error) {
+	return leases.Read(ctx, s.corpus.Reader, nil)
 }
+
+// newRound is what a page request reads once for everything it renders.
+func (s *Server) newRound() *round { return &round{read: s.readLeases} }
 
 // eventLine is one event as a session page shows it.
 type eventLine struct {
@@ -396,7 +392,7 @@ func (s *Server) pageSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data.Events = lastEventLines(events)
-	frag, err := s.treeFragment(ctx, lq)
+	frag, err := s.treeFragment(ctx, s.newRound(), lq)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -435,7 +431,7 @@ func compactJSON(b []byte) (string, error) {
 
 // topic is the live fragment an event stream asks for, and its key: the
 // same fragment for the same query, whoever asks.
-func (p *pages) topic(s *Server, r *http.Request) (string, func(context.Context) ([]byte, error), error) {
+func (p *pages) topic(s *Server, r *http.Request) (string, renderFunc, error) {
 	q := r.URL.Query()
 	switch q.Get("view") {
 	case "roots":
@@ -444,7 +440,7 @@ func (p *pages) topic(s *Server, r *http.Request) (string, func(context.Context)
 			return "", nil, err
 		}
 		key := "roots\x00" + rq.filter + "\x00" + rq.page.cursor + "\x00" + strconv.Itoa(rq.page.limit)
-		return key, func(ctx context.Context) ([]byte, error) { return s.rootsFragment(ctx, rq) }, nil
+		return key, func(ctx context.Context, _ *round) ([]byte, error) { return s.rootsFragment(ctx, rq) }, nil
 	case "tree":
 		lr := r.Clone(r.Context())
 		lr.SetPathValue("id", q.Get("id"))
@@ -453,7 +449,7 @@ func (p *pages) topic(s *Server, r *http.Request) (string, func(context.Context)
 			return "", nil, err
 		}
 		key := strings.Join([]string{"tree", lq.parent, lq.scope.String(), strings.Join(lq.filter.States, ","), strings.Join(lq.filter.Modes, ","), lq.page.cursor, strconv.Itoa(lq.page.limit)}, "\x00")
-		return key, func(ctx context.Context) ([]byte, error) { return s.treeFragment(ctx, lq) }, nil
+		return key, func(ctx context.Context, rd *round) ([]byte, error) { return s.treeFragment(ctx, rd, lq) }, nil
 	}
 	return "", nil, dsherr.New(dsherr.Usage, "view %q: want tree or roots", q.Get("view"))
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dshcompat"
@@ -22,12 +23,23 @@ import (
 // countingReader counts the reads a server makes of a real store.
 type countingReader struct {
 	location.Reader
-	inspects atomic.Int64
+	inspects, leases atomic.Int64
 }
 
 func (c *countingReader) Inspect(ctx context.Context, id string) (*backend.Inspection, error) {
 	c.inspects.Add(1)
 	return c.Reader.Inspect(ctx, id)
+}
+
+func (c *countingReader) Leases(ctx context.Context) ([]backend.Lease, error) {
+	c.leases.Add(1)
+	return c.Reader.Leases(ctx)
+}
+
+// WatchChanges passes the store's change signal on (the embedded
+// interface does not carry it).
+func (c *countingReader) WatchChanges(ctx context.Context, notify func()) error {
+	return c.Reader.(backend.ChangeNotifier).WatchChanges(ctx, notify)
 }
 
 // readsFixture is a SQLite store holding a parent with two subagent
@@ -107,5 +119,67 @@ func TestSessionPageReadsTheLogOnce(t *testing.T) {
 	}
 	if n := r.inspects.Load(); n != 1 {
 		t.Errorf("the session page read the log %d times; want once", n)
+	}
+}
+
+// TestRefreshReadsLeasesOnce: a change refreshes several trees with a
+// running row each, and the whole round — their holders and the next
+// lease expiry — reads the lease table once.
+func TestRefreshReadsLeasesOnce(t *testing.T) {
+	ctx := context.Background()
+	w, r, s := readsFixture(t)
+	holder := backend.NewLeaseHolder(time.Hour)
+	if _, err := w.AcquireLease(ctx, "c1", holder); err != nil {
+		t.Fatal(err)
+	}
+	// A running child's row is its holder's published snapshot.
+	snap := &backend.LiveSnapshot{Subagent: json.RawMessage(`{"mode":"continuable","label":"c1","seq":0}`), AsOfSeq: 0}
+	if err := w.HeartbeatLease(ctx, "c1", holder, snap); err != nil {
+		t.Fatal(err)
+	}
+	hubCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go s.hub.run(hubCtx)
+	var streams []*stream
+	for _, q := range []string{"scope=descendants", "scope=children", "scope=descendants&limit=50", "scope=children&limit=40"} {
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/events?view=tree&id=parent&"+q, nil)
+		key, render, err := s.pages.topic(s, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, ok := s.hub.subscribe(key, render)
+		if !ok {
+			t.Fatal("subscribe refused")
+		}
+		defer s.hub.unsubscribe(key, st)
+		streams = append(streams, st)
+	}
+	wait := func(what string, ok func([]byte) bool) {
+		t.Helper()
+		for i, st := range streams {
+			deadline := time.After(10 * time.Second)
+			for done := false; !done; {
+				select {
+				case b := <-st.ch:
+					done = ok(b)
+				case <-deadline:
+					t.Fatalf("stream %d never showed %s", i, what)
+				}
+			}
+		}
+	}
+	wait("the running child's holder", func(b []byte) bool { return strings.Contains(string(b), `class="holder"`) })
+	before, changesBefore := r.leases.Load(), s.hub.changes.Load()
+	addChild(t, w, "c3", 9)
+	wait("the new child", func(b []byte) bool { return strings.Contains(string(b), `data-id="c3"`) })
+	// The round's lease read comes before its first fragment is sent; a
+	// second round a second notification may start is let finish.
+	for last := int64(-1); last != r.leases.Load()+s.hub.changes.Load(); {
+		last = r.leases.Load() + s.hub.changes.Load()
+		time.Sleep(200 * time.Millisecond)
+	}
+	reads, changes := r.leases.Load()-before, s.hub.changes.Load()-changesBefore
+	if changes < 1 || reads != changes {
+		t.Errorf("%d lease read(s) for %d change round(s) of %d trees with a running row; want one per round", reads, changes, len(streams))
 	}
 }

@@ -77,7 +77,7 @@ func New(c Corpus, cfg Config) (*Server, error) {
 	s.pages = p
 	notifier, _ := c.Reader.(backend.ChangeNotifier)
 	s.hub = newHub(notifier)
-	s.hub.expiry = s.nextExpiry
+	s.hub.leases = s.readLeases
 	s.hub.warn = cfg.Warn
 	s.routes()
 	return s, nil
