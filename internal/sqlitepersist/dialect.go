@@ -18,14 +18,19 @@ import (
 var dialect = sqlstore.Dialect{
 	TypeCondition: typeCondition,
 	EventColumns:  eventColumns,
-	InsertEvents: func(ctx context.Context, q sqlstore.Tx, id string, events []session.Event) error {
-		return insertEvents(ctx, q.(sqliteTx).q, id, events)
-	},
+	InsertEvents:  insertTxEvents,
+	// One cached statement per row is already SQLite's bulk path.
+	ImportEvents:   insertTxEvents,
 	LockRow:        "",
 	InsertionOrder: "rowid",
 	InIDs:          func(column string) string { return column + " IN (SELECT value FROM json_each(?))" },
 	IDs:            func(ids []string) any { return jsjson.StringArray(ids) },
 	NewHeaderScan:  func() sqlstore.HeaderScan { return new(headerScan) },
+}
+
+// insertTxEvents is insertEvents on the shared statements' handle.
+func insertTxEvents(ctx context.Context, q sqlstore.Tx, id string, events []session.Event) error {
+	return insertEvents(ctx, q.(sqliteTx).q, id, events)
 }
 
 // typeCondition is the condition on type for types, and its arguments: a

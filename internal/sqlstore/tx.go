@@ -81,6 +81,10 @@ type Dialect struct {
 	// in the way the driver does it fastest (SQLite: one cached statement
 	// per row; PostgreSQL: one statement whose columns travel as arrays).
 	InsertEvents func(ctx context.Context, q Tx, id string, events []session.Event) error
+	// ImportEvents writes an imported log's events as InsertEvents does,
+	// in the driver's bulk path (PostgreSQL: COPY): an import writes whole
+	// logs, where the other writes add a few events.
+	ImportEvents func(ctx context.Context, q Tx, id string, events []session.Event) error
 	// TypeCondition is the condition on column type selecting the given
 	// event types, and its arguments: where a partial index covers the
 	// types, its predicate written so that the planner uses it.

@@ -237,7 +237,7 @@ func (c Core) importSession(ctx context.Context, h session.Header, events []sess
 		if err := InsertBareHeader(ctx, q, h); err != nil {
 			return err
 		}
-		if err := c.d.InsertEvents(ctx, q, h.ID, events); err != nil {
+		if err := c.d.ImportEvents(ctx, q, h.ID, events); err != nil {
 			return err
 		}
 		if tail != nil {
