@@ -1,6 +1,7 @@
 // Command benchfloor is the floor of every case scripts/bench measures: the
-// least a Go program on dsh's own SQLite driver (modernc.org/sqlite) must do
-// to produce the same output from the same database. dsh's time over the
+// least a Go program on dsh's own driver (modernc.org/sqlite for a SQLite
+// file, pgx for a postgres:// URL) must do to produce the same output from
+// the same database. dsh's time over the
 // floor's, both measured as whole processes in the same run, is the "dsh /
 // floor" ratio of docs/benchmarks.md.
 //
@@ -30,6 +31,19 @@
 //	    events inserted into NEWDB (an empty dsh store) in large
 //	    transactions, one prepared statement per table.
 //
+// --db may name a PostgreSQL database (postgres://…): list, cold, diagnose
+// and import then run the same queries through pgx (diagnose reads each log
+// by a lateral join, import sends each batch's headers and events by COPY).
+//
+//	benchfloor createdb ADMIN NAME
+//	    creates the empty database NAME on the server of the admin URL
+//	    ADMIN and prints its URL; benchfloor dropdb ADMIN NAME drops it.
+//	benchfloor size DB
+//	    prints the store's size on disk in bytes: the SQLite file and its
+//	    WAL, or pg_database_size.
+//	benchfloor server ADMIN
+//	    prints the PostgreSQL server's version (for the report).
+//
 // Floors skip what dsh must do beyond producing the bytes (DSH's full
 // validation, the ladder's fallbacks, crash safety per session): that gap
 // is what the ratio measures.
@@ -39,8 +53,11 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 
 	"github.com/dsh-project/dsh/scripts/benchfloor/floor"
@@ -48,12 +65,20 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchfloor list|cold|bare-load|bare|diagnose|import [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchfloor list|cold|bare-load|bare|diagnose|import|measure|createdb|dropdb|size [flags]")
 		os.Exit(2)
 	}
 	cmd, args := os.Args[1], os.Args[2:]
-	if cmd == "measure" {
+	ctx := context.Background()
+	switch cmd {
+	case "measure":
 		os.Exit(measure(args))
+	case "createdb", "dropdb", "size", "server":
+		if err := admin(ctx, cmd, args); err != nil {
+			fmt.Fprintln(os.Stderr, "benchfloor:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	fl := flag.NewFlagSet(cmd, flag.ExitOnError)
 	dbPath := fl.String("db", "", "dsh store")
@@ -61,7 +86,6 @@ func main() {
 	parent := fl.String("parent", "bench-parent", "parent session")
 	scope := fl.String("scope", "children", "children or descendants")
 	fl.Parse(args)
-	ctx := context.Background()
 	out := bufio.NewWriterSize(os.Stdout, 1<<16)
 	open := func(path string, readOnly bool) *sql.DB {
 		db, err := floor.Open(path, readOnly)
@@ -72,21 +96,10 @@ func main() {
 		return db
 	}
 	var err error
-	switch cmd {
-	case "list":
-		err = floor.List(ctx, open(*dbPath, true), *parent, *scope == "descendants", out)
-	case "cold":
-		err = floor.Cold(ctx, open(*dbPath, true), *parent, out)
-	case "bare-load":
-		err = floor.BareLoad(ctx, open(*barePath, false), *parent, os.Stdin)
-	case "bare":
-		err = floor.Bare(ctx, open(*barePath, true), *parent, out)
-	case "diagnose":
-		err = floor.Diagnose(ctx, open(*dbPath, true), *parent, out)
-	case "import":
-		err = floor.Import(ctx, open(*dbPath, false), fl.Arg(0))
-	default:
-		err = fmt.Errorf("unknown case %q", cmd)
+	if floor.IsPG(*dbPath) {
+		err = pgFloor(ctx, cmd, *dbPath, *parent, *scope == "descendants", fl.Arg(0), out)
+	} else {
+		err = sqliteFloor(ctx, cmd, open, *dbPath, *barePath, *parent, *scope == "descendants", fl.Arg(0), out)
 	}
 	if err == nil {
 		err = out.Flush()
@@ -95,4 +108,93 @@ func main() {
 		fmt.Fprintln(os.Stderr, "benchfloor:", err)
 		os.Exit(1)
 	}
+}
+
+func sqliteFloor(ctx context.Context, cmd string, open func(string, bool) *sql.DB, dbPath, barePath, parent string, descendants bool, dir string, out io.Writer) error {
+	switch cmd {
+	case "list":
+		return floor.List(ctx, open(dbPath, true), parent, descendants, out)
+	case "cold":
+		return floor.Cold(ctx, open(dbPath, true), parent, out)
+	case "bare-load":
+		return floor.BareLoad(ctx, open(barePath, false), parent, os.Stdin)
+	case "bare":
+		return floor.Bare(ctx, open(barePath, true), parent, out)
+	case "diagnose":
+		return floor.Diagnose(ctx, open(dbPath, true), parent, out)
+	case "import":
+		return floor.Import(ctx, open(dbPath, false), dir)
+	}
+	return fmt.Errorf("unknown case %q", cmd)
+}
+
+func pgFloor(ctx context.Context, cmd, dbURL, parent string, descendants bool, dir string, out io.Writer) error {
+	conn, err := floor.OpenPG(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	switch cmd {
+	case "list":
+		return floor.PGList(ctx, conn, parent, descendants, out)
+	case "cold":
+		return floor.PGCold(ctx, conn, parent, out)
+	case "diagnose":
+		return floor.PGDiagnose(ctx, conn, parent, out)
+	case "import":
+		return floor.PGImport(ctx, conn, dir)
+	}
+	return fmt.Errorf("no PostgreSQL floor for case %q", cmd)
+}
+
+// admin runs createdb, dropdb and size.
+func admin(ctx context.Context, cmd string, args []string) error {
+	switch {
+	case cmd == "size" && len(args) == 1 && floor.IsPG(args[0]):
+		conn, err := floor.OpenPG(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		n, err := floor.PGSize(ctx, conn)
+		if err != nil {
+			return err
+		}
+		fmt.Println(n)
+		return nil
+	case cmd == "size" && len(args) == 1:
+		var n int64
+		for _, suffix := range []string{"", "-wal"} {
+			fi, err := os.Stat(args[0] + suffix)
+			if err == nil {
+				n += fi.Size()
+			} else if suffix == "" || !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		fmt.Println(n)
+		return nil
+	case cmd == "server" && len(args) == 1:
+		conn, err := floor.OpenPG(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		var v string
+		if err := conn.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil {
+			return err
+		}
+		fmt.Println(v)
+		return nil
+	case cmd == "createdb" && len(args) == 2:
+		u, err := floor.CreatePG(ctx, args[0], args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Println(u)
+		return nil
+	case cmd == "dropdb" && len(args) == 2:
+		return floor.DropPG(ctx, args[0], args[1])
+	}
+	return fmt.Errorf("usage: benchfloor createdb|dropdb ADMIN NAME, benchfloor size DB, benchfloor server ADMIN")
 }

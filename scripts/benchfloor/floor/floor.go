@@ -1,6 +1,7 @@
 // Package floor holds the floors of dsh's benchmarks: for each measured
-// case, the least a Go program on dsh's SQLite driver must do to produce
-// the same output from the same database. scripts/benchfloor runs them as
+// case, the least a Go program on dsh's driver (modernc.org/sqlite, or pgx
+// for PostgreSQL: pg.go) must do to produce the same output from the same
+// database. scripts/benchfloor runs them as
 // processes (scripts/bench); the go test benchmarks run them in-process
 // beside the code they bound.
 package floor
@@ -129,25 +130,43 @@ const witnessMatch = `c.version = s.version AND c.created_at = s.created_at AND 
 const listColumns = `s.id, s.parent_session, s.created_at, s.seed_length, s.origin IS 'subagent', c.rows,
 	EXISTS (SELECT 1 FROM sessions g WHERE g.parent_session = s.id AND g.origin = 'subagent')`
 
-// List is the warm listing floor (descendants: one recursive query).
-func List(ctx context.Context, db *sql.DB, parent string, descendants bool, w io.Writer) error {
-	query := `SELECT ` + listColumns + ` FROM sessions s
-		LEFT JOIN projection_checkpoints c ON c.session_id = s.id AND ` + witnessMatch + `
-		WHERE s.parent_session = ? AND s.origin = 'subagent'
-		ORDER BY s.created_at, s.id`
+// rowSource is a result set of either driver (database/sql's *sql.Rows and
+// pgx's pgx.Rows both are one): the floors read both with the same loop.
+type rowSource interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// listQuery is the warm listing's one query in SQLite's dialect: children
+// (or, descendants, the whole subtree by one recursive query).
+func listQuery(descendants bool) string {
 	if descendants {
-		query = `WITH RECURSIVE tree(id) AS (
+		return `WITH RECURSIVE tree(id) AS (
 			SELECT id FROM sessions WHERE parent_session = ?1
 			UNION SELECT s.id FROM sessions s JOIN tree t ON s.parent_session = t.id)
 		SELECT ` + listColumns + ` FROM tree JOIN sessions s ON s.id = tree.id
 		LEFT JOIN projection_checkpoints c ON c.session_id = s.id AND ` + witnessMatch + `
 		ORDER BY s.created_at, s.id`
 	}
-	rows, err := db.QueryContext(ctx, query, parent)
+	return `SELECT ` + listColumns + ` FROM sessions s
+		LEFT JOIN projection_checkpoints c ON c.session_id = s.id AND ` + witnessMatch + `
+		WHERE s.parent_session = ? AND s.origin = 'subagent'
+		ORDER BY s.created_at, s.id`
+}
+
+// List is the warm listing floor (descendants: one recursive query).
+func List(ctx context.Context, db *sql.DB, parent string, descendants bool, w io.Writer) error {
+	rows, err := db.QueryContext(ctx, listQuery(descendants), parent)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	return listRows(rows, parent, descendants, w)
+}
+
+// listRows writes the listing of the warm query's rows.
+func listRows(rows rowSource, parent string, descendants bool, w io.Writer) error {
 	var entries []*entry
 	for rows.Next() {
 		var (
@@ -207,17 +226,25 @@ func preOrder(entries []*entry, root string) []*entry {
 	return out
 }
 
-// Cold is the cold listing floor: identities folded from descriptor events.
-func Cold(ctx context.Context, db *sql.DB, parent string, w io.Writer) error {
-	rows, err := db.QueryContext(ctx, `SELECT s.id, s.created_at, s.seed_length, s.verified, d.seq, d.data,
+// coldQuery is the cold listing's one query in SQLite's dialect.
+const coldQuery = `SELECT s.id, s.created_at, s.seed_length, s.verified, d.seq, d.data,
 		EXISTS (SELECT 1 FROM sessions g WHERE g.parent_session = s.id AND g.origin = 'subagent')
 		FROM sessions s LEFT JOIN events d ON d.session_id = s.id AND d.type = 'subagent/descriptor'
 		WHERE s.parent_session = ? AND s.origin = 'subagent'
-		ORDER BY s.created_at, s.id, d.seq`, parent)
+		ORDER BY s.created_at, s.id, d.seq`
+
+// Cold is the cold listing floor: identities folded from descriptor events.
+func Cold(ctx context.Context, db *sql.DB, parent string, w io.Writer) error {
+	rows, err := db.QueryContext(ctx, coldQuery, parent)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	return coldRows(rows, w)
+}
+
+// coldRows writes the listing of the cold query's rows.
+func coldRows(rows rowSource, w io.Writer) error {
 	var entries []*entry
 	var last *entry
 	var lastSeed int64
@@ -346,6 +373,12 @@ func Diagnose(ctx context.Context, db *sql.DB, parent string, w io.Writer) error
 		return err
 	}
 	defer rows.Close()
+	return diagnoseRows(rows, w)
+}
+
+// diagnoseRows counts the events of each log (given whole, one after
+// another) and the ones whose data is not JSON.
+func diagnoseRows(rows rowSource, w io.Writer) error {
 	var (
 		id, last, typ       string
 		seq, at, n, invalid int64
@@ -376,6 +409,12 @@ func Diagnose(ctx context.Context, db *sql.DB, parent string, w io.Writer) error
 // Import inserts every session.jsonl under dir: its header line into
 // sessions, its event lines into events.
 func Import(ctx context.Context, db *sql.DB, dir string) error {
+	return importFiles(dir, func(files []string) error { return importBatch(ctx, db, files) })
+}
+
+// importFiles calls batch with the session.jsonl files under dir, sorted,
+// importPerTx at a time.
+func importFiles(dir string, batch func(files []string) error) error {
 	var files []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && d.Name() == "session.jsonl" {
@@ -387,13 +426,37 @@ func Import(ctx context.Context, db *sql.DB, dir string) error {
 		return err
 	}
 	slices.Sort(files)
-	const perTx = 1000
-	for start := 0; start < len(files); start += perTx {
-		if err := importBatch(ctx, db, files[start:min(start+perTx, len(files))]); err != nil {
+	for start := 0; start < len(files); start += importPerTx {
+		if err := batch(files[start:min(start+importPerTx, len(files))]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// importPerTx is how many sessions one import transaction holds.
+const importPerTx = 1000
+
+// readLog parses the session.jsonl at path: its header and its events.
+func readLog(path string) (header, []event, error) {
+	var h header
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return h, nil, err
+	}
+	lines := bytes.Split(bytes.TrimRight(text, "\n"), []byte("\n"))
+	if err := json.Unmarshal(lines[0], &h); err != nil || h.Type != "session" {
+		return h, nil, errors.Join(fmt.Errorf("%s: bad header", path), err)
+	}
+	events := make([]event, 0, len(lines)-1)
+	for _, line := range lines[1:] {
+		var e event
+		if err := json.Unmarshal(line, &e); err != nil {
+			return h, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		events = append(events, e)
+	}
+	return h, events, nil
 }
 
 type header struct {
@@ -436,22 +499,9 @@ func importBatch(ctx context.Context, db *sql.DB, files []string) error {
 		return err
 	}
 	for _, path := range files {
-		text, err := os.ReadFile(path)
+		h, events, err := readLog(path)
 		if err != nil {
 			return err
-		}
-		lines := bytes.Split(bytes.TrimRight(text, "\n"), []byte("\n"))
-		var h header
-		if err := json.Unmarshal(lines[0], &h); err != nil || h.Type != "session" {
-			return errors.Join(fmt.Errorf("%s: bad header", path), err)
-		}
-		events := make([]event, 0, len(lines)-1)
-		for _, line := range lines[1:] {
-			var e event
-			if err := json.Unmarshal(line, &e); err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			events = append(events, e)
 		}
 		if _, err := insSession.ExecContext(ctx, h.ID, h.Version, h.CreatedAt, h.Cwd, h.ParentSession,
 			h.SeedLength, h.Origin, h.DelegationDepth, h.AgentPreset, len(events)); err != nil {

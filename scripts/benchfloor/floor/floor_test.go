@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/gencorpus"
+	"github.com/dsh-project/dsh/internal/pgstore"
+	"github.com/dsh-project/dsh/internal/pgtest"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -79,4 +83,87 @@ func TestListingFloorsPrintDSHBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("bare", children, func(w *bytes.Buffer) error { return floor.Bare(ctx, bare, gencorpus.DefaultParent, w) })
+}
+
+// The PostgreSQL floors print what dsh prints from the same corpus in a
+// PostgreSQL store, and count the same events per child as the SQLite
+// diagnose floor.
+func TestPGFloorsPrintDSHBytes(t *testing.T) {
+	ctx := context.Background()
+	dbURL := pgtest.NewDatabase(t)
+	st, err := pgstore.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	spec := gencorpus.Spec{Children: 200, Sessions: 400, MinEvents: 10, MaxEvents: 30, Seed: 3}
+	if _, err := gencorpus.Generate(ctx, st, spec); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := floor.OpenPG(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, scope := range []corpus.Scope{corpus.ScopeChildren, corpus.ScopeDescendants} {
+		l := subagent.NewStoreLister(st, st, 0)
+		var rows []subagent.Row
+		if scope == corpus.ScopeDescendants {
+			rows, err = l.ListDescendants(ctx, gencorpus.DefaultParent)
+		} else {
+			rows, err = l.ListChildren(ctx, gencorpus.DefaultParent)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want, got bytes.Buffer
+		if err := render.New(&want, render.Options{Format: render.JSON}).Listing(rows, scope); err != nil {
+			t.Fatal(err)
+		}
+		if err := floor.PGList(ctx, conn, gencorpus.DefaultParent, scope == corpus.ScopeDescendants, &got); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			t.Errorf("%s: the PostgreSQL floor prints %d bytes that differ from dsh's %d", scope, got.Len(), want.Len())
+		}
+		if scope == corpus.ScopeChildren {
+			var cold bytes.Buffer
+			if err := floor.PGCold(ctx, conn, gencorpus.DefaultParent, &cold); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(cold.Bytes(), want.Bytes()) {
+				t.Errorf("the PostgreSQL cold floor prints %d bytes that differ from dsh's %d", cold.Len(), want.Len())
+			}
+		}
+	}
+
+	lite, err := sqlitepersist.Open(ctx, filepath.Join(t.TempDir(), "floor.db"), sqlitepersist.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gencorpus.Generate(ctx, lite, spec); err != nil {
+		t.Fatal(err)
+	}
+	path := lite.Path()
+	lite.Close()
+	db, err := floor.Open(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var liteCounts, pgCounts bytes.Buffer
+	if err := floor.Diagnose(ctx, db, gencorpus.DefaultParent, &liteCounts); err != nil {
+		t.Fatal(err)
+	}
+	if err := floor.PGDiagnose(ctx, conn, gencorpus.DefaultParent, &pgCounts); err != nil {
+		t.Fatal(err)
+	}
+	sorted := func(b bytes.Buffer) string {
+		lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+		slices.Sort(lines)
+		return strings.Join(lines, "\n")
+	}
+	if l, p := sorted(liteCounts), sorted(pgCounts); l != p || strings.Count(l, "\n") != spec.Children-1 {
+		t.Errorf("diagnose floors count differently:\nSQLite:\n%s\nPostgreSQL:\n%s", l, p)
+	}
 }
