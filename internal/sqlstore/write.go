@@ -17,14 +17,19 @@ import (
 // sessions_bookkeeping_unverifies trigger tells dsh's writes from others.
 // A verified log is readable, so no read failure stays recorded, and it
 // has changed, so neither does a registry fold (its writer records the new
-// one after this, in the same transaction).
-func recordVerified(ctx context.Context, q Tx, id string, v *session.Validator) error {
+// one after this, in the same transaction). inserted says the row was
+// inserted by this write: verified is then still its default, false, and
+// clearing it would be a statement that changes nothing (on PostgreSQL, a
+// round trip and a statement trigger per session created or imported).
+func recordVerified(ctx context.Context, q Tx, id string, v *session.Validator, inserted bool) error {
 	state, err := v.MarshalState()
 	if err != nil {
 		return dsherr.Wrap(dsherr.Internal, err, "save validation state of session %q", id)
 	}
-	if _, err := q.Exec(ctx, "UPDATE sessions SET verified = FALSE WHERE id = ? AND verified = TRUE", id); err != nil {
-		return err
+	if !inserted {
+		if _, err := q.Exec(ctx, "UPDATE sessions SET verified = FALSE WHERE id = ? AND verified = TRUE", id); err != nil {
+			return err
+		}
 	}
 	_, err = q.Exec(ctx, `UPDATE sessions
 		SET verified = TRUE, next_seq = ?, validator_state = ?, revision = revision + 1,
@@ -82,7 +87,7 @@ func (c Core) CreateSession(ctx context.Context, h session.Header, initial []ses
 		if err := c.d.InsertEvents(ctx, q, h.ID, initial); err != nil {
 			return err
 		}
-		return recordVerified(ctx, q, h.ID, v)
+		return recordVerified(ctx, q, h.ID, v, true)
 	})
 	if err != nil {
 		return c.db.StoreError(err, "create session "+h.ID)
@@ -126,7 +131,7 @@ func (c Core) Append(ctx context.Context, id string, expectedNext int64, events 
 		if err := c.d.InsertEvents(ctx, q, id, events); err != nil {
 			return err
 		}
-		return recordVerified(ctx, q, id, v)
+		return recordVerified(ctx, q, id, v, false)
 	})
 	if err != nil {
 		return c.db.StoreError(err, "append to session "+id)
@@ -197,7 +202,7 @@ func (c Core) Load(ctx context.Context, id string) (*backend.Inspection, error) 
 		if err := c.d.InsertEvents(ctx, q, id, ins.Closers); err != nil {
 			return err
 		}
-		return recordVerified(ctx, q, id, v)
+		return recordVerified(ctx, q, id, v, false)
 	})
 	if err != nil {
 		return nil, c.db.StoreError(err, "load session "+id)
@@ -283,7 +288,7 @@ func (c Core) importSession(ctx context.Context, h session.Header, events []sess
 				len(stored), readFailure(res.Invalid), h.ID)
 			return err
 		}
-		return recordVerified(ctx, q, h.ID, v)
+		return recordVerified(ctx, q, h.ID, v, true)
 	})
 	if err != nil {
 		return backend.ImportResult{}, c.db.StoreError(err, "import session "+h.ID)
