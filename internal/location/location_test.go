@@ -38,6 +38,10 @@ func TestParseSource(t *testing.T) {
 		{in: "jsonl:", code: dsherr.Usage},
 		{in: "dsh:", code: dsherr.Usage},
 		{in: "corpus", code: dsherr.Usage},
+		// Only the bare name stands for DSH's default home: a longer word
+		// starting with it is a mistyped source, not that home.
+		{in: "dsh-homeX", code: dsherr.Usage},
+		{in: "dsh-home/x", code: dsherr.Usage},
 		{in: "sqlite:x.db", code: dsherr.Usage},
 	} {
 		got, err := ParseSource(tc.in)
