@@ -60,6 +60,10 @@ type SessionLister interface {
 	// CountSessions counts the stored sessions, or only those with origin
 	// "subagent" when subagentOnly is set.
 	CountSessions(ctx context.Context, subagentOnly bool) (int, error)
+	// HasSessions reports whether any session is stored. Its cost must
+	// not grow with the store: it answers a read command's "is this
+	// corpus empty?" check on every run (CountSessions counts them all).
+	HasSessions(ctx context.Context) (bool, error)
 	// EachParent calls fn with every distinct parentSession value, in
 	// byte order: of any session, or of subagent-origin sessions when
 	// subagentOnly is set. No read stays open while fn runs, so fn may

@@ -187,6 +187,11 @@ func (c *Corpus) CountSessions(ctx context.Context, subagentOnly bool) (int, err
 	return n, ctx.Err()
 }
 
+// HasSessions implements backend.SessionLister.
+func (c *Corpus) HasSessions(ctx context.Context) (bool, error) {
+	return len(c.headers) > 0, ctx.Err()
+}
+
 // EachParent implements backend.SessionLister.
 func (c *Corpus) EachParent(ctx context.Context, subagentOnly bool, fn func(parent string) error) error {
 	var parents []string

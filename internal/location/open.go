@@ -129,8 +129,8 @@ func checkEmpty(ctx context.Context, spec Spec, r backend.SessionLister, skipped
 	if skipped > 0 {
 		return false, nil
 	}
-	n, err := r.CountSessions(ctx, false)
-	if err != nil || n > 0 {
+	has, err := r.HasSessions(ctx)
+	if err != nil || has {
 		return false, err
 	}
 	msg := EmptyMessage(spec)

@@ -159,6 +159,20 @@ func (c Core) CountSessions(ctx context.Context, subagentOnly bool) (int, error)
 	return n, nil
 }
 
+// HasSessions implements backend.SessionLister: one probe of the sessions
+// table, where count(*) would visit every row of a million-session store.
+func (c Core) HasSessions(ctx context.Context) (bool, error) {
+	var any int
+	err := c.db.Q().QueryRow(ctx, "SELECT 1 FROM sessions LIMIT 1").Scan(&any)
+	if errors.Is(err, ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, c.db.StoreError(err, "look for a session")
+	}
+	return true, nil
+}
+
 // EachParent implements backend.SessionLister: every distinct
 // parentSession value, in byte order, of any session or of subagent-origin
 // sessions when subagentOnly is set. It pages through the parent index, so

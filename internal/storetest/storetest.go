@@ -1084,6 +1084,9 @@ func testTornCutAtRow(t *testing.T, e *env) {
 }
 
 func testStreamSessions(t *testing.T, e *env) {
+	if has, err := e.b.HasSessions(e.ctx); err != nil || has {
+		t.Errorf("HasSessions = %v, %v on an empty store; want false", has, err)
+	}
 	e.create(root("r2", 2), nil)
 	e.create(root("r1", 1), nil)
 	e.create(child("c1", "r1", 3), nil)
@@ -1091,6 +1094,9 @@ func testStreamSessions(t *testing.T, e *env) {
 	ordinary := root("o", 5)
 	ordinary.ParentSession = ptr("r2")
 	e.create(ordinary, nil)
+	if has, err := e.b.HasSessions(e.ctx); err != nil || !has {
+		t.Errorf("HasSessions = %v, %v on a store with sessions; want true", has, err)
+	}
 	var all []string
 	if err := e.b.ListHeaders(e.ctx, func(h session.Header) error { all = append(all, h.ID); return nil }); err != nil {
 		t.Fatal(err)
