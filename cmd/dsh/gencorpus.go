@@ -34,7 +34,10 @@ corrupt and unreadable ones — with transcripts of --min-events to
 all. Everything goes through dsh's own write paths, checkpoint records
 included (--no-checkpoints leaves the cache empty). The parent's subtree
 depends only on --seed and --children, so stores of different --sessions
-hold the same children. Prints what was written.
+hold the same children. --workers N writes N transactions at once (on
+PostgreSQL, where each session's statements are round trips to the server;
+the sessions are the same, their insertion order interleaves). Prints what
+was written.
 
 ` + exitStatusHelp(),
 		Example: "  dsh --db /tmp/bench.db dev gen-corpus --children 10000 --sessions 200000",
@@ -53,6 +56,7 @@ hold the same children. Prints what was written.
 	f.BoolVar(&spec.NoCheckpoints, "no-checkpoints", false, "write no checkpoint records (a cold cache)")
 	f.StringVar(&spec.CatalogParent, "catalog-parent", "", "also write a format-4 session with this id whose subagent/catalog names the parent's children (for --dsh-compat 0.1.7)")
 	f.BoolVar(&spec.Unverified, "unverified", false, "mark the children as changed outside dsh, so cold reads validate whole logs")
+	f.IntVar(&spec.Workers, "workers", 1, "write transactions at once (PostgreSQL overlaps their round trips; SQLite writes one at a time)")
 	f.BoolVar(&mode.force, "progress", false, "draw a progress bar even when stderr is not a terminal")
 	f.BoolVar(&mode.quiet, "quiet", false, "never draw a progress bar")
 	return cmd

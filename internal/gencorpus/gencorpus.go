@@ -13,11 +13,14 @@
 package gencorpus
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -59,6 +62,11 @@ type Spec struct {
 	// Batch is the most sessions one write transaction holds; a
 	// transaction also ends once it holds batchEvents events.
 	Batch int
+	// Workers is how many write transactions run at once (0 or 1: one
+	// after another). A PostgreSQL store takes each on a connection of its
+	// own, so its round trips overlap; SQLite serializes writers anyway.
+	// The sessions are the same, only their insertion order interleaves.
+	Workers int
 	// Progress, when set, is called after each transaction with the
 	// sessions written so far.
 	Progress func(done, total int)
@@ -108,6 +116,8 @@ func (s Spec) check() error {
 		return fmt.Errorf("transcript length range %d..%d is empty", s.MinEvents, s.MaxEvents)
 	case s.Batch < 0:
 		return fmt.Errorf("negative batch size %d", s.Batch)
+	case s.Workers < 0:
+		return fmt.Errorf("negative worker count %d", s.Workers)
 	}
 	return nil
 }
@@ -174,6 +184,15 @@ func Generate(ctx context.Context, st Target, spec Spec) (Result, error) {
 		return Result{}, err
 	}
 	g := &generator{spec: spec, st: st, reg: subagent.NewRegistry(), res: Result{Kinds: map[Kind]int{}}}
+	res, err := g.generate(ctx)
+	if werr := g.wait(); err == nil {
+		err = werr
+	}
+	return res, err
+}
+
+func (g *generator) generate(ctx context.Context) (Result, error) {
+	spec, st := g.spec, g.st
 	parent := session.Header{ID: spec.Parent, CreatedAt: baseTime, Cwd: &cwd}
 	parentLog := turns(rand.New(rand.NewPCG(spec.Seed, 0)), 0, 1, 3)
 	g.forkPrefix = session.ForkPrefix(parentLog)
@@ -208,6 +227,9 @@ func Generate(ctx context.Context, st Target, spec Spec) (Result, error) {
 	if err := g.flush(ctx); err != nil {
 		return g.res, err
 	}
+	if err := g.wait(); err != nil {
+		return g.res, err
+	}
 	if spec.Unverified {
 		u, ok := st.(backend.Unverifier)
 		if !ok {
@@ -235,6 +257,14 @@ type generator struct {
 	fillerParent string
 	// catalog holds CatalogParent's facts, one per child planned.
 	catalog []session.Event
+	// With Workers > 1, batches go to the workers through batches; the
+	// first error any of them meets is kept in failed (and ends the run),
+	// and written counts the sessions committed, for Progress.
+	batches chan []planned
+	workers sync.WaitGroup
+	mu      sync.Mutex
+	failed  error
+	written int
 }
 
 // planned is one session to write.
@@ -259,22 +289,11 @@ func (g *generator) flush(ctx context.Context) error {
 	if len(g.pending) == 0 {
 		return nil
 	}
-	written := 0
-	err := g.st.Update(ctx, func(tx backend.Store) error {
-		cache := projcache.NewCache(tx, g.reg)
-		for _, p := range g.pending {
-			if err := g.write(ctx, tx, cache, p); err != nil {
-				return err
-			}
-			written += len(p.events)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, p := range g.pending {
+	batch := slices.Clone(g.pending)
+	g.pending, g.pendingEvents = g.pending[:0], 0
+	for _, p := range batch {
 		g.res.Sessions++
+		g.res.Events += len(p.events)
 		if p.kind != filler && p.kind != "" {
 			g.res.Kinds[p.kind]++
 		}
@@ -282,10 +301,70 @@ func (g *generator) flush(ctx context.Context) error {
 			g.res.Checkpoints++
 		}
 	}
-	g.res.Events += written
-	g.pending, g.pendingEvents = g.pending[:0], 0
+	if g.spec.Workers <= 1 {
+		return g.commit(ctx, batch)
+	}
+	if g.batches == nil {
+		g.batches = make(chan []planned)
+		for range g.spec.Workers {
+			g.workers.Add(1)
+			go func() {
+				defer g.workers.Done()
+				for b := range g.batches {
+					if err := g.commit(ctx, b); err != nil {
+						g.mu.Lock()
+						g.failed = cmp.Or(g.failed, err)
+						g.mu.Unlock()
+					}
+				}
+			}()
+		}
+	}
+	g.mu.Lock()
+	err := g.failed
+	g.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	select {
+	case g.batches <- batch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// wait ends the workers, if any, once they have committed every batch
+// sent, and returns the first error one met.
+func (g *generator) wait() error {
+	if g.batches == nil {
+		return nil
+	}
+	close(g.batches)
+	g.batches = nil
+	g.workers.Wait()
+	return g.failed
+}
+
+// commit writes batch in one transaction and reports the progress.
+func (g *generator) commit(ctx context.Context, batch []planned) error {
+	err := g.st.Update(ctx, func(tx backend.Store) error {
+		cache := projcache.NewCache(tx, g.reg)
+		for _, p := range batch {
+			if err := g.write(ctx, tx, cache, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.written += len(batch)
 	if g.spec.Progress != nil {
-		g.spec.Progress(g.res.Sessions, g.spec.Sessions)
+		g.spec.Progress(g.written, g.spec.Sessions)
 	}
 	return nil
 }
