@@ -25,13 +25,19 @@ SIGINT or SIGTERM (then exit 0):
 
   /                      root sessions, with a filter box
   /sessions/ID           a session: header, log summary, findings, last
-                         events, and its descendants as a tree (state, mode,
-                         label, children, the holder of each running child)
+                         events, its own and its subtree's token usage, and
+                         its descendants as a tree (state, mode, label,
+                         children, tokens, the holder of each running child)
   /diagnose              the catalog audit's summary and findings
   /api/v1/sessions       root sessions (session ls -o json objects), paged
   /api/v1/sessions/ID    as session show -o json
   /api/v1/sessions/ID/children?scope=&state=&mode=
                          as list -o json, paged
+  /api/v1/sessions/ID/usage
+                         as usage ID -o json
+  /api/v1/usage?parent=ID&scope=&by=  (or ?id=ID repeated)
+                         as usage --parent ID -o json (usage ID... -o
+                         json), paged
   /api/v1/diagnose?parent=ID&scope=
                          as diagnose -o json
   /api/v1/leases?parent=ID

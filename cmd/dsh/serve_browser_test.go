@@ -81,7 +81,7 @@ func newBrowser(t *testing.T) context.Context {
 // pageRow is one tree row as the browser sees it.
 type pageRow struct {
 	ID, Parent, Depth, State, Badge, Mode, Label, Kids, Host, PID string
-	NestedIn                                                      string
+	NestedIn, Tokens, UsageNote                                   string
 }
 
 const readRows = `Array.from(document.querySelectorAll("li.row")).map(li => {
@@ -90,7 +90,8 @@ const readRows = `Array.from(document.querySelectorAll("li.row")).map(li => {
 	const up = li.parentElement.closest("li.row");
 	return {ID: li.dataset.id, Parent: li.dataset.parent, Depth: li.dataset.depth, State: li.dataset.state,
 		Badge: text(".badge"), Mode: text(".mode"), Label: text(".label"), Kids: text(".kids"),
-		Host: text(".holder .host"), PID: text(".holder .pid"), NestedIn: up ? up.dataset.id : ""};
+		Host: text(".holder .host"), PID: text(".holder .pid"), NestedIn: up ? up.dataset.id : "",
+		Tokens: text(".tokens"), UsageNote: text(".usage-note")};
 })`
 
 // TestServePageInBrowser opens dsh serve's pages in headless Chromium: the
@@ -160,6 +161,9 @@ func TestServePageInBrowser(t *testing.T) {
 		"tree-c":           {Depth: "3", NestedIn: "tree-b", Label: "level three"},
 		hostile:            {Depth: "1", Label: `<img src=x onerror="window.pwned=1">`},
 		"quote\"'&amp;":    {Depth: "1", Mode: "one-shot", Label: `bidi \u202eevil\u202c text`},
+		// Each row's tokens: its subtree's input and output.
+		"u-kid":           {Depth: "1", Tokens: "1200 in / 34 out"},
+		serveUsageHostile: {Depth: "1", Tokens: "56 in / 8 out", UsageNote: "torn from seq 2, prefix counted"},
 	} {
 		r, ok := got[id]
 		if !ok {
@@ -169,10 +173,26 @@ func TestServePageInBrowser(t *testing.T) {
 		for field, pair := range map[string][2]string{
 			"depth": {r.Depth, want.Depth}, "state": {r.State, want.State}, "badge": {r.Badge, want.Badge}, "mode": {r.Mode, want.Mode},
 			"label": {r.Label, want.Label}, "children": {r.Kids, want.Kids}, "nested in": {r.NestedIn, want.NestedIn},
+			"tokens": {r.Tokens, want.Tokens}, "usage note": {r.UsageNote, want.UsageNote},
 		} {
 			if pair[1] != "" && pair[0] != pair[1] {
 				t.Errorf("row %q: %s %q, want %q", id, field, pair[0], pair[1])
 			}
+		}
+	}
+	// The parent's own tokens and its subtree's, as dsh usage --parent
+	// counts them.
+	totals, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries(Array.from(document.querySelectorAll("table.usage tbody tr")).flatMap(tr =>
+		Array.from(tr.querySelectorAll("td")).map(td => [tr.className + " " + td.className, td.textContent])))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cell, want := range map[string]string{
+		"own messages": "0", "own input": "0", "own output": "0",
+		"subtree messages": "2", "subtree input": "1256", "subtree output": "42", "subtree cache-read": "500", "subtree reasoning": "7",
+	} {
+		if totals[cell] != want {
+			t.Errorf("usage table %s: %q, want %q (table: %v)", cell, totals[cell], want, totals)
 		}
 	}
 	if r := got["demo-continuable"]; r.NestedIn != "" {

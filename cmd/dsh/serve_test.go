@@ -108,7 +108,32 @@ func serveCorpus(t *testing.T) {
 			t.Fatalf("%v: exit %d: %s", args, code, stderr)
 		}
 	}
+	// Children that used tokens: one that counts whole, one with a
+	// hostile id and a torn tail (its prefix counted).
+	dir := t.TempDir()
+	for name, log := range map[string]string{"u-kid.jsonl": serveUsageKid, "u-tok.jsonl": serveUsageTok} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(log), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, stderr, code := runDsh(t, "import", "jsonl:"+dir, "--quiet"); code != 0 {
+		t.Fatalf("import the usage children: exit %d: %s", code, stderr)
+	}
 }
+
+// serveUsageHostile is the id of a child with usage, hostile to a page.
+const serveUsageHostile = `u<b>"tok`
+
+const serveUsageKid = `{"type":"session","version":0,"id":"u-kid","createdAt":5,"cwd":"/work","parentSession":"demo-parent","origin":"subagent","delegationDepth":1}
+{"type":"subagent/descriptor","seq":0,"time":5,"data":{"version":2,"mode":"continuable","provider":"spawn","label":"counts tokens"}}
+{"type":"assistant/message","seq":1,"time":6,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"source":{"kind":"model","provider":"deepseek-official","model":"m-big"},"id":"k1"},"usage":{"inputTokens":1200,"outputTokens":34,"cacheReadTokens":500,"reasoningTokens":7}}}
+`
+
+const serveUsageTok = `{"type":"session","version":0,"id":"u<b>\"tok","createdAt":6,"cwd":"/work","parentSession":"demo-parent","origin":"subagent","delegationDepth":1}
+{"type":"subagent/descriptor","seq":0,"time":6,"data":{"version":2,"mode":"one-shot","provider":"spawn","label":"torn"}}
+{"type":"assistant/message","seq":1,"time":7,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"source":{"kind":"model","provider":"deepseek-official","model":"m-small"},"id":"k2"},"usage":{"inputTokens":56,"outputTokens":8}}}
+{"type":"assistant/message","seq":2,"time":8,"data":{"turn":1,"step":2,"usage":{"inputTokens":1000
+`
 
 // serveProfiles are the --dsh-compat profiles every API answer is checked
 // under.
@@ -140,7 +165,7 @@ func TestServeAPIMatchesCLI(t *testing.T) {
 				t.Run(profile, func(t *testing.T) {
 					t.Setenv("DSH_COMPAT", profile)
 					s := startServe(t)
-					checkAPI(t, s, ids)
+					checkAPI(t, s, ids, profile == serveProfiles[0])
 				})
 			}
 		})
@@ -179,7 +204,9 @@ func cli(t *testing.T, args ...string) string {
 	return out
 }
 
-func checkAPI(t *testing.T, s served, ids []string) {
+// checkAPI checks every endpoint; first is set under the first profile,
+// where the answers no profile changes are checked too.
+func checkAPI(t *testing.T, s served, ids []string, first bool) {
 	same := func(what string, status int, got []byte, want string) {
 		t.Helper()
 		if status != http.StatusOK {
@@ -200,6 +227,33 @@ func checkAPI(t *testing.T, s served, ids []string) {
 		esc := pathSegment(id)
 		status, _, body = s.get(t, "/api/v1/sessions/"+esc)
 		same("session "+id, status, body, cli(t, "session", "show", id, "-o", "json"))
+		// A session's own usage is the same under every profile; its
+		// subtree follows the profile's listing.
+		usageQueries := []struct {
+			query string
+			args  []string
+		}{{"", nil}}
+		if first {
+			status, _, body = s.get(t, "/api/v1/sessions/"+esc+"/usage")
+			same("usage of "+id, status, body, cli(t, "usage", id, "-o", "json"))
+			usageQueries = append(usageQueries, struct {
+				query string
+				args  []string
+			}{"&scope=children&by=model", []string{"--scope", "children", "--by", "model"}})
+		}
+		for _, q := range usageQueries {
+			want, _, code := runDsh(t, append([]string{"usage", "--parent", id, "-o", "json"}, q.args...)...)
+			status, _, body = s.get(t, "/api/v1/usage?parent="+url.QueryEscape(id)+q.query)
+			if code != 0 {
+				// The CLI's error document (a log the 0.1.7 catalog
+				// cannot read), with the matching status.
+				if string(body) != want || status < 400 {
+					t.Errorf("usage --parent %s%s: status %d %s, CLI exit %d %s", id, q.query, status, body, code, want)
+				}
+				continue
+			}
+			same("usage --parent "+id+q.query, status, body, want)
+		}
 		for _, q := range []struct {
 			query string
 			args  []string
@@ -250,6 +304,35 @@ func checkAPI(t *testing.T, s served, ids []string) {
 	}
 	if pages < 4 {
 		t.Errorf("descendants came in %d pages of 2", pages)
+	}
+
+	// Usage of several ids, in the order asked (a repeat included), and
+	// a subtree's usage paged: the pages' records are the CLI's array.
+	several := []string{serveUsageHostile, "u-kid", "demo-parent", serveUsageHostile}
+	q := url.Values{"id": several}
+	status, _, body = s.get(t, "/api/v1/usage?"+q.Encode())
+	same("usage of several", status, body, cli(t, append([]string{"usage", "-o", "json"}, several...)...))
+	want = cli(t, "usage", "--parent", "demo-parent", "-o", "json")
+	if !strings.Contains(want, `"inputTokens":1256`) || !strings.Contains(want, `"damage":"torn"`) {
+		t.Errorf("the corpus's usage is not what the test counts on: %s", want)
+	}
+	all, pages = nil, 0
+	next = "/api/v1/usage?parent=demo-parent&limit=2"
+	for next != "" {
+		status, h, body := s.get(t, next)
+		var page []json.RawMessage
+		if err := json.Unmarshal(body, &page); err != nil || status != http.StatusOK || len(page) > 2 {
+			t.Fatalf("%s: %d %s (%v)", next, status, body, err)
+		}
+		all = append(all, page...)
+		next = ""
+		if link := h.Get("Link"); link != "" {
+			next = strings.TrimPrefix(strings.SplitN(link, ">", 2)[0], "<")
+		}
+		pages++
+	}
+	if got := joinRaw(all); got != want || pages < 4 {
+		t.Errorf("paged usage (%d pages):\n got %s\nwant %s", pages, got, want)
 	}
 
 	// The next page's link of a parent whose id holds a slash.
@@ -311,6 +394,9 @@ func checkAPI(t *testing.T, s served, ids []string) {
 	}{
 		{"/api/v1/sessions/no-such-session", []string{"session", "show", "no-such-session", "-o", "json"}, http.StatusNotFound},
 		{"/api/v1/diagnose?parent=no-such-session", []string{"diagnose", "--quiet", "--parent", "no-such-session", "-o", "json"}, http.StatusNotFound},
+		{"/api/v1/sessions/no-such-session/usage", []string{"usage", "no-such-session", "-o", "json"}, http.StatusNotFound},
+		{"/api/v1/usage?parent=no-such-session", []string{"usage", "--parent", "no-such-session", "-o", "json"}, http.StatusNotFound},
+		{"/api/v1/usage?id=demo-parent&id=no%3Csuch%3E", []string{"usage", "demo-parent", "no<such>", "-o", "json"}, http.StatusNotFound},
 	} {
 		status, h, body := s.get(t, c.path)
 		want, _, _ := runDsh(t, c.args...)
@@ -327,6 +413,17 @@ func checkAPI(t *testing.T, s served, ids []string) {
 		{"/api/v1/sessions/demo-parent/children?limit=100000", "USAGE", http.StatusBadRequest},
 		{"/api/v1/sessions/demo-parent/children?cursor=%21%21", "USAGE", http.StatusBadRequest},
 		{"/api/v1/nothing", "NOT_FOUND", http.StatusNotFound},
+		{"/api/v1/usage", "USAGE", http.StatusBadRequest},
+		{"/api/v1/usage?parent=demo-parent&id=tree-a", "USAGE", http.StatusBadRequest},
+		{"/api/v1/usage?id=tree-a&scope=children", "USAGE", http.StatusBadRequest},
+		{"/api/v1/usage?parent=demo-parent&scope=sideways", "USAGE", http.StatusBadRequest},
+		{"/api/v1/usage?parent=demo-parent&by=kind", "USAGE", http.StatusBadRequest},
+		{"/api/v1/usage?parent=demo-parent&limit=0", "USAGE", http.StatusBadRequest},
+		{"/api/v1/usage?parent=demo-parent&cursor=%21%21", "USAGE", http.StatusBadRequest},
+		{"/api/v1/usage?id=", "INVALID_INPUT", http.StatusBadRequest},
+		{"/api/v1/usage?parent=", "INVALID_INPUT", http.StatusBadRequest},
+		{"/api/v1/usage?id=a%00b", "INVALID_INPUT", http.StatusBadRequest},
+		{"/api/v1/sessions/demo-parent/usage?limit=x", "USAGE", http.StatusBadRequest},
 	} {
 		status, _, body := s.get(t, c.path)
 		if status != c.status || !strings.Contains(string(body), `{"error":{"code":"`+c.code+`"`) {
@@ -460,7 +557,8 @@ func TestServeWritesNothing(t *testing.T) {
 		resp.Body.Close()
 	}
 	for _, path := range []string{"/", "/?q=demo", "/sessions/demo-parent", "/sessions/demo-broken", "/sessions/tree-c?scope=children", "/diagnose", "/diagnose?parent=demo-parent&scope=descendants",
-		"/api/v1/version", "/api/v1/sessions", "/api/v1/sessions/demo-parent", "/api/v1/sessions/demo-parent/children?scope=descendants", "/api/v1/diagnose", "/api/v1/diagnose?all=1", "/api/v1/leases", "/api/v1/leases?parent=demo-parent"} {
+		"/api/v1/version", "/api/v1/sessions", "/api/v1/sessions/demo-parent", "/api/v1/sessions/demo-parent/children?scope=descendants", "/api/v1/diagnose", "/api/v1/diagnose?all=1", "/api/v1/leases", "/api/v1/leases?parent=demo-parent",
+		"/api/v1/sessions/demo-parent/usage", "/api/v1/usage?parent=demo-parent", "/api/v1/usage?parent=demo-parent&scope=children", "/api/v1/usage?id=u-kid&id=demo-broken"} {
 		if status, _, body := s.get(t, path); status != http.StatusOK {
 			t.Errorf("%s: %d %s", path, status, body)
 		}
@@ -544,6 +642,18 @@ func TestServePagesEscape(t *testing.T) {
 			t.Errorf("page lacks %s", want)
 		}
 	}
+	// The usage of the parent and of each row, the hostile row's note
+	// escaped too.
+	for _, want := range []string{`<tr class="subtree"><th>with everything below</th><td class="messages">2</td><td class="input">1256</td><td class="output">42</td>`,
+		`<a class="child" href="/sessions/u%3Cb%3E%22tok">u&lt;b&gt;&#34;tok</a>`, `56 in / 8 out</span> <span class="usage-note">torn from seq 2, prefix counted</span>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	status, _, body = s.get(t, "/sessions/"+url.PathEscape(serveUsageHostile))
+	if status != http.StatusOK || strings.Contains(string(body), "<b>") || !strings.Contains(string(body), `<tr class="own"><th>own</th><td class="messages">1</td><td class="input">56</td>`) {
+		t.Errorf("page of the hostile usage child: %d %s", status, body)
+	}
 	status, _, body = s.get(t, "/sessions/"+url.PathEscape(`<script>window.pwned=1</script>`))
 	if status != http.StatusOK || strings.Contains(string(body), "<script>window") {
 		t.Errorf("hostile session page: %d", status)
@@ -598,6 +708,9 @@ func TestServeTakesEverySourceForm(t *testing.T) {
 				"/api/v1/sessions/c":                            {"session", "show", "c", "-o", "json"},
 				"/api/v1/diagnose?all=1":                        {"diagnose", "--quiet", "--all", "-o", "json"},
 				"/api/v1/diagnose?parent=p&scope=descendants":   {"diagnose", "--quiet", "--parent", "p", "--scope", "descendants", "-o", "json"},
+				"/api/v1/usage?parent=p":                        {"usage", "--parent", "p", "-o", "json"},
+				"/api/v1/usage?id=c&id=g":                       {"usage", "c", "g", "-o", "json"},
+				"/api/v1/sessions/c/usage":                      {"usage", "c", "-o", "json"},
 			} {
 				want := cli(t, append(args, "--source", src)...)
 				status, _, body := s.get(t, path)

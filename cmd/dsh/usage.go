@@ -135,10 +135,7 @@ func readUsage(ctx context.Context, a *app, src *sourceFlags, ids []string, subt
 	var records []usage.Record
 	if !subtree {
 		err = r.View(ctx, func(view location.Reader) error {
-			sessions, err := usage.Read(ctx, view, ids)
-			for _, s := range sessions {
-				records = append(records, usage.SessionRecord(s))
-			}
+			records, err = usage.Records(ctx, view, ids)
 			return err
 		})
 		return records, err
@@ -158,17 +155,8 @@ func readUsage(ctx context.Context, a *app, src *sourceFlags, ids []string, subt
 		return nil, err
 	}
 	err = r.View(ctx, func(view location.Reader) error {
-		t, err := usage.Walk(ctx, listing.Rows, view, ids[0])
-		if err != nil {
-			return err
-		}
-		for _, n := range t.Nodes {
-			if scope == corpus.ScopeChildren && n.Depth > 1 {
-				continue
-			}
-			records = append(records, usage.NodeRecord(n))
-		}
-		return nil
+		records, err = usage.SubtreeRecords(ctx, listing.Rows, view, ids[0], scope == corpus.ScopeChildren)
+		return err
 	})
 	return records, err
 }

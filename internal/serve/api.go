@@ -40,6 +40,8 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/sessions", s.apiSessions)
 	m.HandleFunc("GET /api/v1/sessions/{id}", s.apiSession)
 	m.HandleFunc("GET /api/v1/sessions/{id}/children", s.apiChildren)
+	m.HandleFunc("GET /api/v1/sessions/{id}/usage", s.apiSessionUsage)
+	m.HandleFunc("GET /api/v1/usage", s.apiUsage)
 	m.HandleFunc("GET /api/v1/diagnose", s.apiDiagnose)
 	m.HandleFunc("GET /api/v1/leases", s.apiLeases)
 	m.HandleFunc("GET /api/v1/events", s.apiEvents)
@@ -167,34 +169,40 @@ func decodeCursor(c string) (pos int64, lastID string, err error) {
 	return n, id, nil
 }
 
-// pageRows cuts one page out of rows, and the cursor of the next ("" at
-// the end).
+// pageRows cuts one page out of a listing's rows, and the cursor of the
+// next ("" at the end).
 func pageRows(rows []subagent.Row, p pageParams) ([]subagent.Row, string, error) {
+	return pageOf(rows, func(r subagent.Row) string { return r.ID }, p)
+}
+
+// pageOf cuts one page out of items, each named by id, and the cursor of
+// the next ("" at the end).
+func pageOf[T any](items []T, id func(T) string, p pageParams) ([]T, string, error) {
 	start := 0
 	if p.cursor != "" {
-		n, id, err := decodeCursor(p.cursor)
+		n, last, err := decodeCursor(p.cursor)
 		if err == nil && n < 0 {
 			err = dsherr.New(dsherr.Usage, "cursor %q: not one this server gave", p.cursor)
 		}
 		if err != nil {
 			return nil, "", err
 		}
-		start = int(min(n, int64(len(rows))))
-		if start == 0 || rows[start-1].ID != id {
-			for i, r := range rows {
-				if r.ID == id {
+		start = int(min(n, int64(len(items))))
+		if start == 0 || id(items[start-1]) != last {
+			for i, it := range items {
+				if id(it) == last {
 					start = i + 1
 					break
 				}
 			}
 		}
 	}
-	end := min(start+p.limit, len(rows))
+	end := min(start+p.limit, len(items))
 	next := ""
-	if end < len(rows) {
-		next = encodeCursor(int64(end), rows[end-1].ID)
+	if end < len(items) {
+		next = encodeCursor(int64(end), id(items[end-1]))
 	}
-	return rows[start:end], next, nil
+	return items[start:end], next, nil
 }
 
 // setNext tells a client where the next page is: a Link header (RFC 8288)
@@ -352,8 +360,13 @@ func parseList(r *http.Request, def int) (listQuery, error) {
 
 // parseScope reads ?scope= (default children) as the CLI reads --scope.
 func parseScope(q url.Values) (corpus.Scope, error) {
+	return parseScopeOr(q, corpus.ScopeChildren)
+}
+
+// parseScopeOr reads ?scope=, def when the query does not say.
+func parseScopeOr(q url.Values, def corpus.Scope) (corpus.Scope, error) {
 	if !q.Has("scope") {
-		return corpus.ScopeChildren, nil
+		return def, nil
 	}
 	s, err := corpus.ParseScope(q.Get("scope"))
 	if err != nil {
@@ -378,14 +391,19 @@ func splitValues(vs []string) []string {
 
 // list reads lq's whole listing, filtered, as `dsh list` does.
 func (s *Server) list(ctx context.Context, lq listQuery) (report.Listing, error) {
-	l := s.corpus.Lister()
-	l.Profile = s.cfg.Profile
-	listing, err := report.List(ctx, l, lq.parent, lq.scope)
+	listing, err := s.listScope(ctx, lq.parent, lq.scope)
 	if err != nil {
 		return listing, err
 	}
 	listing.Rows = lq.filter.Apply(listing.Rows)
 	return listing, nil
+}
+
+// listScope reads parent's whole listing in scope, unfiltered.
+func (s *Server) listScope(ctx context.Context, parent string, scope corpus.Scope) (report.Listing, error) {
+	l := s.corpus.Lister()
+	l.Profile = s.cfg.Profile
+	return report.List(ctx, l, parent, scope)
 }
 
 func (s *Server) apiChildren(w http.ResponseWriter, r *http.Request) {

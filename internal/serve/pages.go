@@ -220,6 +220,8 @@ type node struct {
 	Children int
 	// Holder is the live lease of a running child.
 	Holder *leases.Row
+	// Tokens is the row's own and subtree usage.
+	Tokens *tokens
 	Kids   []*node
 }
 
@@ -231,15 +233,24 @@ type treeData struct {
 	First, Last int
 	Next        string
 	Empty       string
+	// Tokens is the parent's own and subtree usage.
+	Tokens *tokens
 }
 
 // treeFragment renders one page of lq's listing as a nested tree, with the
 // lease holder of each running row.
 func (s *Server) treeFragment(ctx context.Context, rd *round, lq listQuery) ([]byte, error) {
-	listing, err := s.list(ctx, lq)
+	listing, err := s.listScope(ctx, lq.parent, lq.scope)
 	if err != nil {
 		return nil, err
 	}
+	// The usage rollup walks the unfiltered descendants listing, as dsh
+	// usage --parent does: the page's own when it shows descendants.
+	ut, err := s.usageTree(ctx, lq.parent, listing.Rows, lq.scope != corpus.ScopeDescendants)
+	if err != nil {
+		return nil, err
+	}
+	listing.Rows = lq.filter.Apply(listing.Rows)
 	rows, next, err := pageRows(listing.Rows, lq.page)
 	if err != nil {
 		return nil, err
@@ -252,7 +263,11 @@ func (s *Server) treeFragment(ctx context.Context, rd *round, lq listQuery) ([]b
 	for _, r := range listing.Rows {
 		below[r.ParentID]++
 	}
-	d := treeData{Total: len(listing.Rows), Empty: "No rows."}
+	usageOf := make(map[string]*tokens, len(ut.Nodes))
+	for _, n := range ut.Nodes {
+		usageOf[n.ID] = tokensOf(n)
+	}
+	d := treeData{Total: len(listing.Rows), Empty: "No rows.", Tokens: usageOf[lq.parent]}
 	if len(listing.Rows) == 0 && (len(lq.filter.States) > 0 || len(lq.filter.Modes) > 0) {
 		d.Empty = "No row matches the filter."
 	}
@@ -263,7 +278,7 @@ func (s *Server) treeFragment(ctx context.Context, rd *round, lq listQuery) ([]b
 	byID := make(map[string]*node, len(rows))
 	for _, r := range rows {
 		n := &node{ID: r.ID, ParentID: r.ParentID, Depth: r.Depth, State: report.State(r), Diag: r.Kind == subagent.KindDiagnostic,
-			Mode: r.Mode, Label: r.Label, HasChildren: r.HasChildren}
+			Mode: r.Mode, Label: r.Label, HasChildren: r.HasChildren, Tokens: usageOf[r.ID]}
 		if h, ok := holders[r.ID]; ok {
 			n.Holder = &h
 		}

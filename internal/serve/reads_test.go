@@ -36,6 +36,12 @@ func (c *countingReader) Leases(ctx context.Context) ([]backend.Lease, error) {
 	return c.Reader.Leases(ctx)
 }
 
+// UsageOf passes the store's usage totals on (the embedded interface
+// does not carry them).
+func (c *countingReader) UsageOf(ctx context.Context, ids []string, fn func(backend.SessionUsage) error) error {
+	return c.Reader.(backend.UsageReader).UsageOf(ctx, ids, fn)
+}
+
 // WatchChanges passes the store's change signal on (the embedded
 // interface does not carry it).
 func (c *countingReader) WatchChanges(ctx context.Context, notify func()) error {

@@ -1,6 +1,11 @@
 package usage
 
-import "github.com/dsh-project/dsh/internal/backend"
+import (
+	"context"
+
+	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/subagent"
+)
 
 // Record is one session's usage as dsh usage -o json prints it (and as an
 // API would serve it): built once here so that every caller answers with
@@ -71,4 +76,32 @@ func NodeRecord(n Node) Record {
 	sub := totalsRecord(n.Subtree)
 	r.Subtree, r.SubtreeModels = &sub, modelRecords(n.SubtreeModels)
 	return r
+}
+
+// Records are the records of ids, in their order (see Read).
+func Records(ctx context.Context, src backend.HeaderReader, ids []string) ([]Record, error) {
+	sessions, err := Read(ctx, src, ids)
+	records := make([]Record, 0, len(sessions))
+	for _, s := range sessions {
+		records = append(records, SessionRecord(s))
+	}
+	return records, err
+}
+
+// SubtreeRecords are the records of parent's subtree (see Walk), the
+// parent first; childrenOnly keeps the parent and its direct children,
+// whose rollups still cover everything below them.
+func SubtreeRecords(ctx context.Context, rows []subagent.Row, src backend.HeaderReader, parent string, childrenOnly bool) ([]Record, error) {
+	t, err := Walk(ctx, rows, src, parent)
+	if err != nil {
+		return nil, err
+	}
+	var records []Record
+	for _, n := range t.Nodes {
+		if childrenOnly && n.Depth > 1 {
+			continue
+		}
+		records = append(records, NodeRecord(n))
+	}
+	return records, nil
 }
