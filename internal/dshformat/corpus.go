@@ -7,6 +7,7 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -22,14 +23,20 @@ import (
 // prefix, older records converted, the whole log validated. No dsh process
 // holds a foreign session, so nothing is live. Nothing is ever written.
 type Corpus struct {
-	src     Source
-	name    string
-	headers []session.Header // by id
-	// byID and byParent index headers by position, not by copies of
-	// them: the index is held for a whole listing, audit or import, and a
-	// copy per index was most of its size.
-	byID     []int32            // positions in id order (stable: the last of equal ids wins)
-	byParent map[string][]int32 // each in (createdAt, id) order
+	src  Source
+	name string
+	// n and at are the source's headers by position, in id order: read
+	// from the source's own index when it has one (a JSONL tree's is
+	// packed), never copied, since the index is held for a whole
+	// listing, audit or import and grows with the corpus.
+	n  int
+	at func(int) session.Header
+	// byID is the positions in id order when the source's are not (nil
+	// when they are; stable: the last of equal ids wins).
+	byID []int32
+	// byParent is the positions of the headers with a parent, in
+	// (parent, createdAt, id) order: a parent's children are one run.
+	byParent []int32
 }
 
 // The read side of the contract and the read-side capabilities a foreign
@@ -41,49 +48,90 @@ var (
 	_ backend.UnofferedReader    = (*Corpus)(nil)
 )
 
+// indexedSource is a Source that lends its headers by position, in the
+// order Headers returns them, without copying them.
+type indexedSource interface {
+	NumHeaders() int
+	HeaderAt(i int) session.Header
+}
+
 // NewCorpus indexes src's headers. name says where the corpus is (for
 // messages); the caller keeps closing src.
 func NewCorpus(ctx context.Context, src Source, name string) (*Corpus, error) {
-	headers, err := src.Headers(ctx)
-	if err != nil {
-		return nil, err
+	c := &Corpus{src: src, name: name}
+	if idx, ok := src.(indexedSource); ok {
+		c.n, c.at = idx.NumHeaders(), idx.HeaderAt
+	} else {
+		headers, err := src.Headers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.n, c.at = len(headers), func(i int) session.Header { return headers[i] }
 	}
-	if int64(len(headers)) > math.MaxInt32 {
-		return nil, fmt.Errorf("%s: %d sessions are more than a corpus read in place indexes", name, len(headers))
+	if int64(c.n) > math.MaxInt32 {
+		return nil, fmt.Errorf("%s: %d sessions are more than a corpus read in place indexes", name, c.n)
 	}
-	c := &Corpus{src: src, name: name, headers: headers, byID: make([]int32, len(headers)), byParent: map[string][]int32{}}
-	for i, h := range headers {
-		c.byID[i] = int32(i)
-		if p := h.Parent(); h.ParentSession != nil {
-			c.byParent[p] = append(c.byParent[p], int32(i))
+	sorted := true
+	for i := 0; i < c.n; i++ {
+		h := c.at(i)
+		if i > 0 && sorted && c.at(i-1).ID > h.ID {
+			sorted = false
+		}
+		if h.ParentSession != nil {
+			c.byParent = append(c.byParent, int32(i))
 		}
 	}
-	slices.SortStableFunc(c.byID, func(a, b int32) int { return strings.Compare(headers[a].ID, headers[b].ID) })
-	for _, kids := range c.byParent {
-		slices.SortFunc(kids, func(a, b int32) int { return byCreatedThenID(headers[a], headers[b]) })
+	if !sorted {
+		c.byID = make([]int32, c.n)
+		for i := range c.byID {
+			c.byID[i] = int32(i)
+		}
+		slices.SortStableFunc(c.byID, func(a, b int32) int { return strings.Compare(c.at(int(a)).ID, c.at(int(b)).ID) })
 	}
-	return c, nil
+	c.byParent = slices.Clip(c.byParent)
+	slices.SortFunc(c.byParent, func(a, b int32) int {
+		ha, hb := c.at(int(a)), c.at(int(b))
+		if c := strings.Compare(*ha.ParentSession, *hb.ParentSession); c != 0 {
+			return c
+		}
+		return byCreatedThenID(ha, hb)
+	})
+	return c, ctx.Err()
+}
+
+// idAt is the position of the i-th header in id order.
+func (c *Corpus) idAt(i int) int {
+	if c.byID == nil {
+		return i
+	}
+	return int(c.byID[i])
 }
 
 // lookup finds session id's header: the last of the headers with that id.
 func (c *Corpus) lookup(id string) (session.Header, bool) {
-	end, _ := slices.BinarySearchFunc(c.byID, id, func(i int32, id string) int {
-		if c.headers[i].ID <= id {
-			return -1
-		}
-		return 1
-	})
-	if end == 0 || c.headers[c.byID[end-1]].ID != id {
+	end := sort.Search(c.n, func(i int) bool { return c.at(c.idAt(i)).ID > id })
+	if end == 0 {
 		return session.Header{}, false
 	}
-	return c.headers[c.byID[end-1]], true
+	h := c.at(c.idAt(end - 1))
+	return h, h.ID == id
+}
+
+// childPositions is parent's children, positions in (createdAt, id) order.
+func (c *Corpus) childPositions(parent string) []int32 {
+	start := sort.Search(len(c.byParent), func(i int) bool { return *c.at(int(c.byParent[i])).ParentSession >= parent })
+	end := start
+	for end < len(c.byParent) && *c.at(int(c.byParent[end])).ParentSession == parent {
+		end++
+	}
+	return c.byParent[start:end]
 }
 
 // children returns parent's children in (createdAt, id) order.
 func (c *Corpus) children(parent string) iter.Seq[session.Header] {
 	return func(yield func(session.Header) bool) {
-		for _, i := range c.byParent[parent] {
-			if !yield(c.headers[i]) {
+		for _, i := range c.childPositions(parent) {
+			if !yield(c.at(int(i))) {
 				return
 			}
 		}
@@ -92,7 +140,18 @@ func (c *Corpus) children(parent string) iter.Seq[session.Header] {
 
 // hasSubagentChild reports whether one of parent's children is a subagent.
 func (c *Corpus) hasSubagentChild(parent string) bool {
-	return slices.ContainsFunc(c.byParent[parent], func(i int32) bool { return c.headers[i].IsSubagent() })
+	return slices.ContainsFunc(c.childPositions(parent), func(i int32) bool { return c.at(int(i)).IsSubagent() })
+}
+
+// all yields the headers in the source's order (by id).
+func (c *Corpus) all() iter.Seq[session.Header] {
+	return func(yield func(session.Header) bool) {
+		for i := 0; i < c.n; i++ {
+			if !yield(c.at(i)) {
+				return
+			}
+		}
+	}
 }
 
 func byCreatedThenID(a, b session.Header) int {
@@ -162,7 +221,7 @@ func (c *Corpus) SubagentParents(ctx context.Context, ids []string) (map[string]
 
 // ListHeaders implements backend.SessionLister, in id order.
 func (c *Corpus) ListHeaders(ctx context.Context, fn func(session.Header) error) error {
-	for _, h := range c.headers {
+	for h := range c.all() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -176,10 +235,10 @@ func (c *Corpus) ListHeaders(ctx context.Context, fn func(session.Header) error)
 // CountSessions implements backend.SessionLister.
 func (c *Corpus) CountSessions(ctx context.Context, subagentOnly bool) (int, error) {
 	if !subagentOnly {
-		return len(c.headers), ctx.Err()
+		return c.n, ctx.Err()
 	}
 	n := 0
-	for _, h := range c.headers {
+	for h := range c.all() {
 		if h.IsSubagent() {
 			n++
 		}
@@ -189,21 +248,21 @@ func (c *Corpus) CountSessions(ctx context.Context, subagentOnly bool) (int, err
 
 // HasSessions implements backend.SessionLister.
 func (c *Corpus) HasSessions(ctx context.Context) (bool, error) {
-	return len(c.headers) > 0, ctx.Err()
+	return c.n > 0, ctx.Err()
 }
 
 // EachParent implements backend.SessionLister.
 func (c *Corpus) EachParent(ctx context.Context, subagentOnly bool, fn func(parent string) error) error {
-	var parents []string
-	for p := range c.byParent {
-		if !subagentOnly || c.hasSubagentChild(p) {
-			parents = append(parents, p)
-		}
-	}
-	slices.Sort(parents)
-	for _, p := range parents {
+	// byParent is in parent order: each parent is one run of it.
+	for i := 0; i < len(c.byParent); {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		p := *c.at(int(c.byParent[i])).ParentSession
+		kids := c.childPositions(p)
+		i += len(kids)
+		if subagentOnly && !slices.ContainsFunc(kids, func(k int32) bool { return c.at(int(k)).IsSubagent() }) {
+			continue
 		}
 		if err := fn(p); err != nil {
 			return err
@@ -214,18 +273,18 @@ func (c *Corpus) EachParent(ctx context.Context, subagentOnly bool, fn func(pare
 
 // RootHeaders implements backend.SessionLister.
 func (c *Corpus) RootHeaders(ctx context.Context, subagentOnly bool, fn func(session.Header) error) error {
-	var roots []session.Header
-	for _, h := range c.headers {
-		if h.ParentSession == nil && (!subagentOnly || h.IsSubagent()) {
-			roots = append(roots, h)
+	var roots []int32
+	for i := 0; i < c.n; i++ {
+		if h := c.at(i); h.ParentSession == nil && (!subagentOnly || h.IsSubagent()) {
+			roots = append(roots, int32(i))
 		}
 	}
-	slices.SortFunc(roots, byCreatedThenID)
-	for _, h := range roots {
+	slices.SortFunc(roots, func(a, b int32) int { return byCreatedThenID(c.at(int(a)), c.at(int(b))) })
+	for _, i := range roots {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := fn(h); err != nil {
+		if err := fn(c.at(int(i))); err != nil {
 			return err
 		}
 	}
@@ -238,7 +297,7 @@ func (c *Corpus) RootHeaders(ctx context.Context, subagentOnly bool, fn func(ses
 // subagent/catalog event, and also when its log cannot be read at all,
 // since what it holds is then unknown.
 func (c *Corpus) CatalogSessions(ctx context.Context, fn func(id string) error) error {
-	for _, h := range c.headers {
+	for h := range c.all() {
 		a, err := c.Audit(ctx, h.ID)
 		if err != nil {
 			return err

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/dsh-project/dsh/internal/backend"
@@ -191,6 +193,12 @@ func decodeZstdLogAsFound(ctx context.Context, path string, data []byte) (*Sessi
 	if over == nil {
 		size = declared + 2*maxBlockText
 	}
+	if over == nil && !scan.frames[0].hasContent && len(scan.frames) > 1 {
+		// A header frame that does not declare its size (DSH streams it)
+		// would take room the frames after it declare and make the
+		// buffer grow: it is decoded alone first, the buffer sized after.
+		size = 4 << 10
+	}
 	text, err := decodeFrameInto(make([]byte, 0, size), data, scan.frames[0], maxLineText)
 	if err != nil {
 		return nil, frameFailed(scan.frames[0], err)
@@ -223,6 +231,7 @@ func decodeZstdLogAsFound(ctx context.Context, path string, data []byte) (*Sessi
 		return framesDamaged(frameFailed(*over, fmt.Errorf("%w: the frames up to the one at byte %d declare more than %d bytes", errTooLarge, over.start, maxLogText))), nil
 	}
 	headerEnd := len(text)
+	text = slices.Grow(text, int(declared-min(scan.frames[0].contentLen, maxLogText+1))+2*maxBlockText)
 	// starts maps decoded text back to frames for error locations.
 	starts := []frameStart{{text: 0, file: 0}}
 	for _, f := range scan.frames[1:] {
@@ -513,12 +522,16 @@ func readHeaderOnly(path string, compressed bool) (h session.Header, listable bo
 		return h, false, err
 	}
 	defer f.Close()
+	// The buffers are reused from session to session of a corpus: the
+	// header decoded from them holds copies.
+	sc := headerScratchPool.Get().(*headerScratch)
+	defer headerScratchPool.Put(sc)
 	const maxHeader = 1 << 20
 	var line []byte
 	if compressed {
-		line, err = firstFrameLine(f, maxHeader)
+		line, err = sc.firstFrameLine(f, maxHeader)
 	} else {
-		line, err = firstLine(f, maxHeader)
+		line, err = sc.firstLine(f, maxHeader)
 	}
 	if err != nil {
 		return h, false, err
@@ -526,9 +539,20 @@ func readHeaderOnly(path string, compressed bool) (h session.Header, listable bo
 	return decodeHeader(line)
 }
 
-func firstLine(r io.Reader, limit int) ([]byte, error) {
-	br := bufio.NewReaderSize(r, 8<<10)
-	var line []byte
+// headerScratch is the buffers reading one header takes.
+type headerScratch struct {
+	in, out []byte
+	br      *bufio.Reader
+}
+
+var headerScratchPool = sync.Pool{New: func() any { return &headerScratch{br: bufio.NewReaderSize(nil, 8<<10)} }}
+
+func (sc *headerScratch) firstLine(r io.Reader, limit int) ([]byte, error) {
+	br := sc.br
+	br.Reset(r)
+	defer br.Reset(nil)
+	line := sc.in[:0]
+	defer func() { sc.in = line[:0] }()
 	for {
 		chunk, err := br.ReadSlice('\n')
 		line = append(line, chunk...)
@@ -547,20 +571,25 @@ func firstLine(r io.Reader, limit int) ([]byte, error) {
 	}
 }
 
-func firstFrameLine(r io.Reader, limit int) ([]byte, error) {
-	var buf []byte
+func (sc *headerScratch) firstFrameLine(r io.Reader, limit int) ([]byte, error) {
 	// A header frame is a few hundred bytes: read it in small steps,
 	// not a large block per session of a corpus.
-	chunk := make([]byte, 2<<10)
+	const step = 2 << 10
+	buf := sc.in[:0]
+	defer func() { sc.in = buf[:0] }()
 	for {
-		n, readErr := io.ReadFull(r, chunk)
-		buf = append(buf, chunk[:n]...)
+		buf = slices.Grow(buf, step)
+		n, readErr := io.ReadFull(r, buf[len(buf):len(buf)+step])
+		buf = buf[:len(buf)+n]
 		f, complete, err := scanFrame(buf, 0)
 		if err != nil {
 			return nil, err
 		}
 		if complete {
-			text, err := decodeCapped(buf[:f.end], limit)
+			text, err := decodeCappedInto(sc.out[:0], buf[:f.end], limit)
+			if cap(text) <= 64<<10 {
+				sc.out = text[:0]
+			}
 			if err != nil {
 				return nil, fmt.Errorf("header frame failed validation: %w", err)
 			}

@@ -52,26 +52,17 @@ func fileGeneration(name string) (stem string, gen int64, ok bool) {
 
 type jsonlSource struct {
 	root string
-	// entries are the sessions offered, sorted by id: one slice rather
-	// than a map beside a header list, since an import's memory grows
-	// with what the index holds per session.
-	entries  []jsonlEntry
+	// prefix is the root the walk started from, with a trailing
+	// separator: the index keeps paths without it.
+	prefix string
+	// index holds the sessions offered, sorted by id (then path).
+	index    *packedHeaders
 	problems []Problem
 }
 
-// jsonlEntry is one session of the index: its header and its file.
-type jsonlEntry struct {
-	header session.Header
-	file   jsonlFile
-}
-
-// entry finds session id in the index.
-func (s *jsonlSource) entry(id string) (*jsonlEntry, bool) {
-	i, ok := slices.BinarySearchFunc(s.entries, id, func(e jsonlEntry, id string) int { return strings.Compare(e.header.ID, id) })
-	if !ok {
-		return nil, false
-	}
-	return &s.entries[i], true
+// find locates session id in the index.
+func (s *jsonlSource) find(id string) (int, bool) {
+	return slices.BinarySearchFunc(s.index.recs, id, func(r packedHeader, id string) int { return strings.Compare(s.index.get(r.id), id) })
 }
 
 type jsonlFile struct {
@@ -100,6 +91,7 @@ func OpenJSONL(ctx context.Context, path string) (Source, error) {
 		return nil, fmt.Errorf("open JSONL source: %w", err)
 	}
 	src := &jsonlSource{root: path}
+	d := &discovery{src: src, index: newPackedHeaders()}
 	if !info.IsDir() && !info.Mode().IsRegular() {
 		// Refused before anything opens it: a FIFO would block.
 		return nil, fmt.Errorf("open JSONL source: %w", boundedfile.NotRegular(path, info.Mode()))
@@ -108,9 +100,10 @@ func OpenJSONL(ctx context.Context, path string) (Source, error) {
 		if _, _, ok := fileGeneration(filepath.Base(path)); !ok {
 			return nil, fmt.Errorf("open JSONL source %s: not a .jsonl or .jsonl.zstd session file", path)
 		}
-		if err := src.discover(ctx, []string{path}); err != nil {
+		if err := d.read(ctx, []string{path}); err != nil {
 			return nil, err
 		}
+		src.finish(d.index)
 		return src, nil
 	}
 	// WalkDir does not follow a symbolic link even as its root.
@@ -118,30 +111,32 @@ func OpenJSONL(ctx context.Context, path string) (Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open JSONL source: %w", err)
 	}
-	var candidates []string
-	walkErr := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	src.prefix = root
+	if !strings.HasSuffix(root, string(filepath.Separator)) {
+		src.prefix += string(filepath.Separator)
+	}
+	walkErr := filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
 		if err != nil {
 			src.problems = append(src.problems, Problem{Path: p, Err: err})
-			if d != nil && d.IsDir() {
+			if de != nil && de.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
 		}
-		if _, _, ok := fileGeneration(d.Name()); !ok || p == root {
+		if _, _, ok := fileGeneration(de.Name()); !ok || p == root {
 			return nil
 		}
-		if d.Type().IsRegular() {
-			candidates = append(candidates, p)
-			return nil
+		if de.Type().IsRegular() {
+			return d.candidate(ctx, p)
 		}
 		// A session file's name on anything else — a FIFO, a device, a
 		// directory, a link to one — is a session DSH cannot read (its
 		// lookup treats only a missing file as absent): reported, never
 		// opened (a FIFO would block), never skipped in silence.
-		mode := d.Type()
+		mode := de.Type()
 		if mode&fs.ModeSymlink != 0 {
 			target, err := os.Stat(p)
 			switch {
@@ -151,8 +146,7 @@ func OpenJSONL(ctx context.Context, path string) (Source, error) {
 				src.problems = append(src.problems, Problem{Path: p, Err: corruptAt(p, "", "cannot read session header", err)})
 				return nil
 			case target.Mode().IsRegular():
-				candidates = append(candidates, p)
-				return nil
+				return d.candidate(ctx, p)
 			}
 			mode = target.Mode()
 		}
@@ -162,10 +156,69 @@ func OpenJSONL(ctx context.Context, path string) (Source, error) {
 	if walkErr != nil {
 		return nil, fmt.Errorf("open JSONL source %s: %w", path, walkErr)
 	}
-	if err := src.discover(ctx, candidates); err != nil {
-		return nil, err
+	for len(d.pending) > 0 {
+		if err := d.pop(ctx); err != nil {
+			return nil, err
+		}
 	}
+	src.finish(d.index)
 	return src, nil
+}
+
+// discovery reads the headers of the session files a walk finds, one
+// directory at a time as the walk leaves it: the walk's candidates are
+// never all held (a corpus of 100,000 sessions has as many paths).
+type discovery struct {
+	src   *jsonlSource
+	index *packedHeaders
+	// pending are the directories on the walk's current path holding
+	// session files not read yet, outermost first. A walk visits a
+	// directory's entries in order and never comes back to it once it
+	// has left it, so a directory is complete when the walk finds a file
+	// outside it.
+	pending []pendingDir
+}
+
+type pendingDir struct {
+	dir   string
+	paths []string
+}
+
+// candidate takes session file p, found by the walk.
+func (d *discovery) candidate(ctx context.Context, p string) error {
+	dir := filepath.Dir(p)
+	for len(d.pending) > 0 {
+		top := &d.pending[len(d.pending)-1]
+		if top.dir == dir {
+			top.paths = append(top.paths, p)
+			return nil
+		}
+		if within(dir, top.dir) {
+			break
+		}
+		if err := d.pop(ctx); err != nil {
+			return err
+		}
+	}
+	d.pending = append(d.pending, pendingDir{dir: dir, paths: []string{p}})
+	return nil
+}
+
+// within reports whether dir is below ancestor.
+func within(dir, ancestor string) bool {
+	if !strings.HasSuffix(ancestor, string(filepath.Separator)) {
+		ancestor += string(filepath.Separator)
+	}
+	return strings.HasPrefix(dir, ancestor)
+}
+
+// pop reads the innermost pending directory's session files.
+func (d *discovery) pop(ctx context.Context) error {
+	last := len(d.pending) - 1
+	paths := d.pending[last].paths
+	d.pending[last] = pendingDir{}
+	d.pending = d.pending[:last]
+	return d.read(ctx, paths)
 }
 
 func isSessionFileName(name string) bool {
@@ -211,13 +264,11 @@ func selectGenerations(paths []string) [][]jsonlFile {
 	return out
 }
 
-// discover reads the header of every selected file and indexes the
-// sessions by id.
-func (s *jsonlSource) discover(ctx context.Context, paths []string) error {
-	groups := selectGenerations(paths)
-	found := make([]jsonlEntry, 0, len(groups))
-	shared := sharedFields{strings: map[string]*string{}, ints: map[int64]*int64{}}
-	for _, group := range groups {
+// read reads the header of each selected file of paths (all the session
+// files of their directories) into the index.
+func (d *discovery) read(ctx context.Context, paths []string) error {
+	s := d.src
+	for _, group := range selectGenerations(paths) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -253,32 +304,42 @@ func (s *jsonlSource) discover(ctx context.Context, paths []string) error {
 			file.refused = pathIdentityMismatch(file.path, h.ID)
 		}
 		restoreAbsent(file.path, &h)
-		shared.header(&h)
-		found = append(found, jsonlEntry{header: h, file: file})
+		if err := d.index.add(h, file, s.prefix); err != nil {
+			return fmt.Errorf("open JSONL source %s: %w", s.root, err)
+		}
 	}
+	return nil
+}
+
+// finish sorts the index by id and reports the ids found in several
+// files, none of which is offered.
+func (s *jsonlSource) finish(index *packedHeaders) {
+	index.freeze()
+	path := func(r *packedHeader) string { return index.path(r, s.prefix) }
 	// Sorted by id (then path), an id found in several files is a run of
-	// adjacent entries.
-	slices.SortFunc(found, func(a, b jsonlEntry) int {
-		if c := strings.Compare(a.header.ID, b.header.ID); c != 0 {
+	// adjacent records.
+	slices.SortFunc(index.recs, func(a, b packedHeader) int {
+		if c := strings.Compare(index.get(a.id), index.get(b.id)); c != 0 {
 			return c
 		}
-		return strings.Compare(a.file.path, b.file.path)
+		return strings.Compare(path(&a), path(&b))
 	})
-	s.entries = found[:0]
+	found := index.recs
+	kept := found[:0]
 	for i := 0; i < len(found); {
 		j := i + 1
-		for j < len(found) && found[j].header.ID == found[i].header.ID {
+		id := index.get(found[i].id)
+		for j < len(found) && index.get(found[j].id) == id {
 			j++
 		}
 		if j-i == 1 {
-			s.entries = append(s.entries, found[i])
+			kept = append(kept, found[i])
 			i = j
 			continue
 		}
-		id := found[i].header.ID
 		var paths []string
-		for _, e := range found[i:j] {
-			paths = append(paths, e.file.path)
+		for k := range found[i:j] {
+			paths = append(paths, path(&found[i+k]))
 		}
 		for _, p := range paths {
 			s.problems = append(s.problems, Problem{Path: p, ID: id, Err: corruptAt(p, id,
@@ -286,43 +347,9 @@ func (s *jsonlSource) discover(ctx context.Context, paths []string) error {
 		}
 		i = j
 	}
-	clear(found[len(s.entries):]) // the duplicates' headers, no longer referenced
-	s.entries = slices.Clip(s.entries)
+	index.recs = slices.Clip(kept)
+	s.index = index
 	sort.SliceStable(s.problems, func(i, j int) bool { return s.problems[i].Path < s.problems[j].Path })
-	return nil
-}
-
-// sharedFields interns the optional fields of the headers an index holds:
-// siblings share a cwd, a parent, an origin and a depth, and one pointer
-// per distinct value instead of one allocation per header keeps the index
-// small (it is held for a whole import or listing). Nothing assigns through
-// a header's field pointers.
-type sharedFields struct {
-	strings map[string]*string
-	ints    map[int64]*int64
-}
-
-func (f sharedFields) header(h *session.Header) {
-	for _, p := range []**string{&h.Cwd, &h.ParentSession, &h.Origin, &h.AgentPreset} {
-		if *p == nil {
-			continue
-		}
-		if s, ok := f.strings[**p]; ok {
-			*p = s
-		} else {
-			f.strings[**p] = *p
-		}
-	}
-	for _, p := range []**int64{&h.SeedLength, &h.DelegationDepth} {
-		if *p == nil {
-			continue
-		}
-		if n, ok := f.ints[**p]; ok {
-			*p = n
-		} else {
-			f.ints[**p] = *p
-		}
-	}
 }
 
 // pathIdentityMismatch refuses a log in DSH's layout
@@ -364,25 +391,25 @@ func (s *jsonlSource) Headers(ctx context.Context) ([]session.Header, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	headers := make([]session.Header, len(s.entries))
-	for i, e := range s.entries {
-		headers[i] = e.header
+	headers := make([]session.Header, len(s.index.recs))
+	for i := range headers {
+		headers[i] = s.index.header(i)
 	}
 	return headers, nil
 }
 
 // NumHeaders is how many headers Headers returns.
-func (s *jsonlSource) NumHeaders() int { return len(s.entries) }
+func (s *jsonlSource) NumHeaders() int { return len(s.index.recs) }
 
 // HeaderAt is Headers()[i], without copying the others.
-func (s *jsonlSource) HeaderAt(i int) session.Header { return s.entries[i].header }
+func (s *jsonlSource) HeaderAt(i int) session.Header { return s.index.header(i) }
 
 func (s *jsonlSource) Read(ctx context.Context, id string) (*Session, error) {
 	return refuseDamage(s.ReadAsFound(ctx, id))
 }
 
 func (s *jsonlSource) ReadAsFound(ctx context.Context, id string) (*Session, error) {
-	e, ok := s.entry(id)
+	i, ok := s.find(id)
 	if !ok {
 		for _, p := range s.problems {
 			if p.ID == id {
@@ -391,7 +418,7 @@ func (s *jsonlSource) ReadAsFound(ctx context.Context, id string) (*Session, err
 		}
 		return nil, fmt.Errorf("%s: session %q: %w", s.root, id, ErrNotFound)
 	}
-	file := e.file
+	file := s.index.file(i, s.prefix)
 	var ambiguous *CorruptError
 	if errors.As(file.refused, &ambiguous) {
 		return readRefused(ctx, file, id, ambiguous)
@@ -434,11 +461,11 @@ func (f jsonlFile) format() string {
 }
 
 func (s *jsonlSource) formatOf(id string) (string, bool) {
-	e, ok := s.entry(id)
+	i, ok := s.find(id)
 	if !ok {
 		return "", false
 	}
-	return e.file.format(), true
+	return s.index.file(i, s.prefix).format(), true
 }
 
 // readRefused reads a session DSH lists but refuses to read as a whole (both

@@ -319,6 +319,11 @@ func streamFrameInto(text, frame []byte, f frame, limit int) ([]byte, error) {
 // of limit+1 bytes that the decoder may not outgrow. The window a frame
 // declares is not held against it: DecodeAll keeps no separate window.
 func decodeCapped(b []byte, limit int) ([]byte, error) {
+	return decodeCappedInto(nil, b, limit)
+}
+
+// decodeCappedInto is decodeCapped into dst's room when it suffices.
+func decodeCappedInto(dst, b []byte, limit int) ([]byte, error) {
 	scan, err := scanFrames(b)
 	if err != nil {
 		return nil, err
@@ -339,7 +344,7 @@ func decodeCapped(b []byte, limit int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return decodeFrame(dec, b, nil)
+		return decodeFrame(dec, b, dst[:0])
 	}
 	dec, err := cappedDecoder()
 	if err != nil {
@@ -349,7 +354,10 @@ func decodeCapped(b []byte, limit int) ([]byte, error) {
 	// session of a corpus): try small buffers before paying for one of
 	// the full limit.
 	for size := min(limit, 4<<10); ; size = min(limit, size*16) {
-		out, err := dec.DecodeAll(b, make([]byte, 0, size+1))
+		if cap(dst) < size+1 {
+			dst = make([]byte, 0, size+1)
+		}
+		out, err := dec.DecodeAll(b, dst[:0:size+1])
 		// Outgrowing the buffer surfaces as one of several decoder errors,
 		// with the output decoded so far; having reached the buffer's size
 		// tells them apart from damage.
