@@ -22,6 +22,11 @@
 //	benchfloor diagnose --db DB --parent P
 //	    every event of every audited child streamed in one query and each
 //	    one's data JSON-parsed; prints a count per session.
+//	benchfloor headers --parent P DIR
+//	    a listing read in place from a JSONL tree (dsh list --source
+//	    jsonl:DIR): the header line of every session file under DIR and
+//	    nothing else of it, P's children's ids printed in listing order
+//	    (the rows need the children's logs: dsh's bytes are not the floor's).
 //	benchfloor measure OUT -- CMD [ARGS...]
 //	    runs CMD with its stdout to OUT and prints its wall time and CPU
 //	    time (user + system, from rusage) in microseconds and its peak RSS
@@ -65,7 +70,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchfloor list|cold|bare-load|bare|diagnose|import|measure|createdb|dropdb|size [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchfloor list|cold|bare-load|bare|diagnose|import|measure|createdb|dropdb|size|headers [flags]")
 		os.Exit(2)
 	}
 	cmd, args := os.Args[1], os.Args[2:]
@@ -96,9 +101,12 @@ func main() {
 		return db
 	}
 	var err error
-	if floor.IsPG(*dbPath) {
+	switch {
+	case cmd == "headers":
+		err = floor.Headers(ctx, fl.Arg(0), *parent, out)
+	case floor.IsPG(*dbPath):
 		err = pgFloor(ctx, cmd, *dbPath, *parent, *scope == "descendants", fl.Arg(0), out)
-	} else {
+	default:
 		err = sqliteFloor(ctx, cmd, open, *dbPath, *barePath, *parent, *scope == "descendants", fl.Arg(0), out)
 	}
 	if err == nil {
