@@ -42,6 +42,7 @@ var commands = []func(*app) *cobra.Command{
 	newExportCmd,
 	newServeCmd,
 	newUsageCmd,
+	newSearchCmd,
 }
 
 // app is what every command runs with: the process's streams and the

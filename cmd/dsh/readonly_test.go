@@ -127,6 +127,8 @@ func readCommands(exportDir string) [][]string {
 		{"lease", "ls", "--parent", "balanced", "-o", "json"},
 		{"usage", "balanced"},
 		{"usage", "--parent", "balanced", "-o", "json"},
+		{"search", "hello OR turn*"},
+		{"search", "x", "--parent", "balanced", "-o", "json"},
 		{"cache", "stats"},
 		{"cache", "verify", "--all"},
 		{"export", "--to", exportDir, "--all"},

@@ -43,6 +43,11 @@ var sourceReads = map[string][][]string{
 		{"--dsh-compat", "0.1.7", "usage", "--parent", "p", "-o", "jsonl"},
 		{"usage", "nobody"},
 	},
+	"dsh search": {
+		{"search", "hi OR sibling", "-o", "json"},
+		{"search", "x*", "--parent", "p", "--scope", "children", "-o", "json"},
+		{"search", "x", "--parent", "nobody"},
+	},
 	"dsh session events": {
 		{"session", "events", "c"},
 		{"session", "events", "c", "--type", "turn/end"},

@@ -43,6 +43,7 @@ import (
 // | UnofferedReader | optional (foreign corpora only) | — (a store keeps RefusalReader's records) |
 // | UsageReader | optional | AsFoundReader's logs summed by package usage |
 // | AsFoundReader | optional (foreign corpora only) | — (a store keeps UsageReader's totals) |
+// | SearchReader | optional | AsFoundReader's logs matched by package search |
 //
 // RefusalRecorder, TextReplacementRecorder and SourceFormatWriter are part
 // of Writer: an import cannot do without them, and nothing asserts them.
@@ -271,4 +272,5 @@ var Capabilities = []Capability{
 	{Type: reflect.TypeFor[UnofferedReader](), ForeignOnly: true},
 	{Type: reflect.TypeFor[UsageReader]()},
 	{Type: reflect.TypeFor[AsFoundReader](), ForeignOnly: true},
+	{Type: reflect.TypeFor[SearchReader]()},
 }

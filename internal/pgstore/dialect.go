@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dsh-project/dsh/internal/backend"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,11 @@ var dialect = sqlstore.Dialect{
 	InIDs:          func(column string) string { return column + " = ANY(?::text[])" },
 	IDs:            func(ids []string) any { return ids },
 	NewHeaderScan:  func() sqlstore.HeaderScan { return new(headerScan) },
+	// The query is parsed once, in FROM; the GIN index answers @@.
+	SearchFrom:  "(SELECT to_tsquery('simple', ?) AS query) AS q CROSS JOIN event_search AS x",
+	SearchMatch: "x.vector @@ q.query",
+	SearchRank:  "ts_rank_cd(x.vector, q.query) DESC",
+	SearchQuery: func(r backend.SearchRequest) string { return r.TSQuery },
 }
 
 // insertEvents writes events as rows of session id, exactly as given, with

@@ -3,6 +3,7 @@ package sqlitepersist
 import (
 	"context"
 	"database/sql"
+	"github.com/dsh-project/dsh/internal/backend"
 	"strings"
 
 	"github.com/dsh-project/dsh/internal/jsjson"
@@ -26,6 +27,11 @@ var dialect = sqlstore.Dialect{
 	InIDs:          func(column string) string { return column + " IN (SELECT value FROM json_each(?))" },
 	IDs:            func(ids []string) any { return jsjson.StringArray(ids) },
 	NewHeaderScan:  func() sqlstore.HeaderScan { return new(headerScan) },
+	// The FTS5 index's own name is the MATCH column; rank is bm25.
+	SearchFrom:  "event_search_fts JOIN event_search AS x ON x.id = event_search_fts.rowid",
+	SearchMatch: "event_search_fts MATCH ?",
+	SearchRank:  "event_search_fts.rank",
+	SearchQuery: func(r backend.SearchRequest) string { return r.FTS5 },
 }
 
 // insertTxEvents is insertEvents on the shared statements' handle.

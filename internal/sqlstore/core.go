@@ -31,4 +31,5 @@ type Store interface {
 	backend.Unverifier
 	backend.ChangeNotifier
 	backend.UsageReader
+	backend.SearchReader
 }

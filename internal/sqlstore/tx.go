@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"github.com/dsh-project/dsh/internal/backend"
 
 	"github.com/dsh-project/dsh/internal/session"
 )
@@ -98,6 +99,13 @@ type Dialect struct {
 	// NewHeaderScan returns scan targets for HeaderColumns, reused row
 	// after row of one query.
 	NewHeaderScan func() HeaderScan
+	// SearchFrom joins the search index (migration 0013) as x, with
+	// x.session_id and x.seq; SearchMatch is the condition that x matches
+	// the query and SearchRank the ORDER BY term ranking it best first.
+	// SearchFrom and SearchMatch together take one parameter, the
+	// request's SearchQuery.
+	SearchFrom, SearchMatch, SearchRank string
+	SearchQuery                         func(backend.SearchRequest) string
 }
 
 // HeaderColumns are the sessions columns that make up a session.Header,

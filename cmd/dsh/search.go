@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-project/dsh/internal/corpus"
+	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/location"
+	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/report"
+	"github.com/dsh-project/dsh/internal/search"
+)
+
+// searchDamageLines is how many damaged logs dsh search names on stderr
+// before it only counts the rest.
+const searchDamageLines = 10
+
+func newSearchCmd(a *app) *cobra.Command {
+	var (
+		parent, scope, since, until string
+		types                       []string
+		limit                       int
+	)
+	cmd := &cobra.Command{
+		Use:   "search QUERY",
+		Short: "Search the text of the sessions' messages",
+		Long: `Search the text of the messages of every session (or of a parent's
+subtree): user/message, assistant/message and tool/result events — the text
+blocks of each message and of each tool result, not reasoning, tool-call
+arguments or images. Each hit prints its session id, seq, time, type and a
+snippet with every matching word between « and », best first.
+
+Query syntax (see docs/search.md):
+  word          a word, in any case (and, on SQLite, with or without accents)
+  "two words"   a phrase: the words next to each other, in order
+  pre*  "a b"*  a prefix: words that begin with pre
+  a b, a AND b  both;  a OR b  either;  a NOT b  a without b
+  ( … )         grouping
+A term may hold - _ . / ' @ # & + , ! ? % $ (its words are searched as a
+phrase: x.y is "x y"); any other punctuation must be in quotes. A malformed
+query is INVALID_INPUT.
+
+The database keeps a full-text index of the text as every log is written or
+imported (SQLite FTS5, PostgreSQL tsvector), so a search reads no log;
+--source reads each log in place and ranks hits by how many words they
+match. A fork's inherited prefix is its parent's text: a hit is reported in
+the session that wrote it.
+
+A log that is not whole says so on stderr: a torn tail or a damaged log is
+searched up to the damage, an unreadable one not at all.
+
+Output formats:
+  table  SESSION, SEQ, TIME, TYPE, SNIPPET (tab-separated, without a header,
+         when stdout is not a terminal)
+  json   one array of hits: sessionId, seq, time, type, snippet
+  jsonl  the same objects, one per line
+
+Read-only.
+
+` + exitStatusHelp(
+			exitLine{exitUsage, "a malformed query (INVALID_INPUT) or an unknown --parent (NOT_FOUND)"},
+		),
+		Example: `  dsh search 'timeout OR deadline'
+  dsh search '"connection refused"' --type tool/result -n 5
+  dsh search 'migrat*' --parent my-session --since 2026-01-01 -o json`,
+		Args: exactArgs("QUERY"),
+	}
+	cmd.Flags().StringVar(&parent, "parent", "", "search this session and the sessions below it")
+	cmd.Flags().StringVar(&scope, "scope", corpus.ScopeDescendants.String(), "with --parent: children (the parent and its direct children) or descendants (every session below it)")
+	cmd.Flags().StringSliceVar(&types, "type", nil, "search only these event types: "+strings.Join(search.Types, ", ")+" (repeat or separate by commas)")
+	cmd.Flags().StringVar(&since, "since", "", "only events at or after `TIME`: RFC 3339, a date (YYYY-MM-DD, UTC) or a duration ago (90m, 36h, 7d)")
+	cmd.Flags().StringVar(&until, "until", "", "only events before `TIME` (the forms of --since)")
+	cmd.Flags().IntVarP(&limit, "limit", "n", 20, "print at most `N` hits, best first (0: all)")
+	_ = cmd.RegisterFlagCompletionFunc("type", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return search.Types, cobra.ShellCompDirectiveNoFileComp
+	})
+	src := addSourceFlags(cmd)
+	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		withParent := cmd.Flags().Changed("parent")
+		if !withParent && cmd.Flags().Changed("scope") {
+			return dsherr.New(dsherr.Usage, "--scope needs --parent")
+		}
+		sc, err := parseScope(scope)
+		if err != nil {
+			return err
+		}
+		if limit < 0 {
+			return dsherr.New(dsherr.Usage, "-n: %d is negative", limit)
+		}
+		for _, t := range types {
+			if !search.IsType(t) {
+				return dsherr.New(dsherr.Usage, "--type: %q is not one of %s", t, strings.Join(search.Types, ", "))
+			}
+		}
+		now := time.Now()
+		o := search.Options{Types: types, Limit: limit}
+		if o.Since, err = parseSearchTime("--since", since, now); err != nil {
+			return err
+		}
+		if o.Until, err = parseSearchTime("--until", until, now); err != nil {
+			return err
+		}
+		if withParent {
+			if err := checkSessionID("dsh search --parent", parent); err != nil {
+				return err
+			}
+		}
+		q, err := search.Parse(args[0])
+		if err != nil {
+			return err
+		}
+		p, err := out.printer(a, cmd)
+		if err != nil {
+			return err
+		}
+		if cmd.Flags().Changed("source") {
+			// Reading every log of a corpus in place can take a while.
+			defer a.spinner(progressMode{}, "reading the source")()
+		}
+		res, err := runSearch(cmd.Context(), a, src, q, o, withParent, parent, sc)
+		if err != nil {
+			return cancelledListing(cmd.Context(), err)
+		}
+		for i, d := range res.Damaged {
+			if i == searchDamageLines {
+				a.warn(fmt.Sprintf("search: %d more damaged logs in the searched scope (dsh diagnose lists them)", len(res.Damaged)-i))
+				break
+			}
+			a.warn(searchDamageNote(d))
+		}
+		return p.Search(res.Hits)
+	}
+	return cmd
+}
+
+// runSearch searches the corpus: every session, or parent and the sessions
+// its listing shows below it.
+func runSearch(ctx context.Context, a *app, src *sourceFlags, q *search.Query, o search.Options, withParent bool, parent string, scope corpus.Scope) (_ *search.Result, err error) {
+	r, err := src.open(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	defer closeCorpus(r, &err)
+	if withParent {
+		if _, err := r.Reader.Header(ctx, parent); err != nil {
+			return nil, r.LookupError(parent, err)
+		}
+		profile, err := a.profile()
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := a.config()
+		if err != nil {
+			return nil, err
+		}
+		l := r.Lister(cfg.ColdConcurrency)
+		l.Profile = profile
+		listing, err := report.List(ctx, l, parent, corpus.ScopeDescendants)
+		if err != nil {
+			return nil, err
+		}
+		// The rows, and the sessions the walk went through without a row
+		// (an ordinary fork between two listed children): their parents.
+		o.Sessions = []string{parent}
+		for _, row := range listing.Rows {
+			if scope == corpus.ScopeChildren && row.Depth > 1 {
+				continue
+			}
+			o.Sessions = append(o.Sessions, row.ID)
+			if scope == corpus.ScopeDescendants && row.ParentID != "" {
+				o.Sessions = append(o.Sessions, row.ParentID)
+			}
+		}
+	}
+	var res *search.Result
+	err = r.View(ctx, func(view location.Reader) error {
+		res, err = search.Run(ctx, view, q, o)
+		return err
+	})
+	return res, err
+}
+
+// parseSearchTime reads --since or --until: RFC 3339, a date (midnight
+// UTC) or a duration before now; nil when not given.
+func parseSearchTime(flag, value string, now time.Time) (*int64, error) {
+	if value == "" {
+		return nil, nil
+	}
+	at := func(t time.Time) (*int64, error) {
+		ms := t.UnixMilli()
+		return &ms, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, value); err == nil {
+		return at(t)
+	}
+	if t, err := time.Parse("2006-01-02", value); err == nil {
+		return at(t)
+	}
+	d := strings.TrimSuffix(value, "d")
+	if d != value {
+		var days int
+		if _, err := fmt.Sscanf(d, "%d", &days); err == nil && fmt.Sprint(days) == d && days >= 0 {
+			return at(now.Add(-time.Duration(days) * 24 * time.Hour))
+		}
+	} else if dur, err := time.ParseDuration(value); err == nil && dur >= 0 {
+		return at(now.Add(-dur))
+	}
+	return nil, dsherr.New(dsherr.Usage, "%s: %q is not an RFC 3339 time, a date (YYYY-MM-DD) or a duration ago (90m, 36h, 7d)", flag, value)
+}
+
+// searchDamageNote is the stderr line for a damaged log of the scope.
+func searchDamageNote(d search.DamagedLog) string {
+	from := ""
+	if d.FromSeq != nil {
+		from = fmt.Sprintf(" from seq %d", *d.FromSeq)
+	}
+	switch d.Damage {
+	case search.Torn:
+		return fmt.Sprintf("search of %s: its log has a torn tail%s; the events before it were searched", d.ID, from)
+	case search.Damaged:
+		return fmt.Sprintf("search of %s: its log is damaged%s; the events before the damage were searched", d.ID, from)
+	case search.Unreadable:
+		return fmt.Sprintf("search of %s: its log cannot be read; nothing was searched", d.ID)
+	}
+	return fmt.Sprintf("search of %s: listed, but the corpus holds no such session; nothing was searched", d.ID)
+}

@@ -1,0 +1,123 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/dsh-project/dsh/internal/backend"
+)
+
+// Search implements backend.SearchReader: one query over the index
+// (migration 0013) joined to the events it points at, in one snapshot.
+func (c Core) Search(ctx context.Context, req backend.SearchRequest, fn func(backend.SearchHit) error) error {
+	query := c.d.SearchQuery(req)
+	where := []string{c.d.SearchMatch, "e.seq >= coalesce(s.seed_length, 0)"}
+	args := []any{query}
+	if req.Sessions != nil {
+		where = append(where, c.d.InIDs("x.session_id"))
+		args = append(args, c.d.IDs(req.Sessions))
+	}
+	if len(req.Types) > 0 {
+		where = append(where, "e.type IN (?"+strings.Repeat(", ?", len(req.Types)-1)+")")
+		for _, t := range req.Types {
+			args = append(args, t)
+		}
+	}
+	if req.Since != nil {
+		where = append(where, "e.time >= ?")
+		args = append(args, *req.Since)
+	}
+	if req.Until != nil {
+		where = append(where, "e.time < ?")
+		args = append(args, *req.Until)
+	}
+	limit := ""
+	if req.Limit > 0 {
+		limit = " LIMIT ?"
+		args = append(args, req.Limit)
+	}
+	var hits []backend.SearchHit
+	err := c.db.Read(ctx, func(q Tx) error {
+		rows, err := q.Query(ctx, `
+			SELECT e.session_id, e.seq, e.time, e.type, e.data
+			  FROM `+c.d.SearchFrom+`
+			  JOIN events AS e ON e.session_id = x.session_id AND e.seq = x.seq
+			  JOIN sessions AS s ON s.id = e.session_id
+			 WHERE `+strings.Join(where, " AND ")+`
+			 ORDER BY `+c.d.SearchRank+`, e.session_id, e.seq`+limit, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var h backend.SearchHit
+			var data sql.NullString
+			if err := rows.Scan(&h.SessionID, &h.Seq, &h.Time, &h.Type, &data); err != nil {
+				return err
+			}
+			if data.Valid {
+				h.Data = []byte(data.String)
+			}
+			hits = append(hits, h)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return c.db.StoreError(err, "search the message text")
+	}
+	for _, h := range hits {
+		if err := fn(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DamagedLogs implements backend.SearchReader: the damage records beside
+// the logs (torn_tails, damaged_logs, import_refusals), by id.
+func (c Core) DamagedLogs(ctx context.Context, ids []string, fn func(backend.LogDamage) error) error {
+	filter, args := "", []any(nil)
+	if ids != nil {
+		filter = " AND " + c.d.InIDs("s.id")
+		args = append(args, c.d.IDs(ids))
+	}
+	var out []backend.LogDamage
+	err := c.db.Read(ctx, func(q Tx) error {
+		rows, err := q.Query(ctx, `
+			SELECT s.id, t, d, r FROM (
+				SELECT s.id,
+				       coalesce((SELECT from_seq FROM torn_tails WHERE session_id = s.id), -1) AS t,
+				       coalesce((SELECT from_seq FROM damaged_logs WHERE session_id = s.id), -1) AS d,
+				       coalesce((SELECT max(CASE WHEN listed THEN 1 ELSE 0 END) FROM import_refusals WHERE session_id = s.id), 0) AS r
+				  FROM sessions AS s
+				 WHERE (EXISTS (SELECT 1 FROM torn_tails WHERE session_id = s.id)
+				        OR EXISTS (SELECT 1 FROM damaged_logs WHERE session_id = s.id)
+				        OR EXISTS (SELECT 1 FROM import_refusals WHERE session_id = s.id))`+filter+`) AS s
+			 WHERE t >= 0 OR d >= 0 OR r = 1
+			 ORDER BY s.id`, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d backend.LogDamage
+			var refused int64
+			if err := rows.Scan(&d.ID, &d.TornFrom, &d.DamagedFrom, &refused); err != nil {
+				return err
+			}
+			d.Refused = refused == 1
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return c.db.StoreError(err, "read the damaged logs")
+	}
+	for _, d := range out {
+		if err := fn(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
