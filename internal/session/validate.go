@@ -1,7 +1,6 @@
 package session
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -139,7 +138,7 @@ func checkEventPrechecks(r formatRules, id string, e Event, pos int64) *Validati
 	if e.Data == nil {
 		return failf(pos, RuleEnvelopeData, "seed event at index %d has an invalid event envelope: data is absent", pos)
 	}
-	if !json.Valid(e.Data) {
+	if !jsjson.Valid(e.Data) {
 		return failf(pos, RuleEnvelopeData, "seed event at index %d has an invalid event envelope: data is not valid JSON", pos)
 	}
 	if err := checkLegacyVocabulary(id, e, pos); err != nil {
@@ -201,7 +200,7 @@ func ValidateLog(h Header, events []Event) error {
 		}
 	}
 	for i, e := range events {
-		if e.Data == nil || !json.Valid(e.Data) {
+		if e.Data == nil || !jsjson.Valid(e.Data) {
 			continue // reported below, in log order, as an envelope failure
 		}
 		if err := checkMessageShape(r, e, int64(i)); err != nil {

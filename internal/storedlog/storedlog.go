@@ -95,9 +95,11 @@ func (r *Row) Decode() (session.Event, error) {
 		return e, errors.New("empty type")
 	}
 	if r.Data != nil {
-		// One copy of the text serves the check and the event.
+		// One copy of the text serves the check and the event; the check
+		// judges as encoding/json.Valid does, several times faster (it runs
+		// once per event read).
 		data := []byte(*r.Data)
-		if !json.Valid(data) {
+		if !jsjson.Valid(data) {
 			return e, errors.New("data is not valid JSON")
 		}
 		e.Data = data
@@ -112,7 +114,7 @@ func (r *Row) Decode() (session.Event, error) {
 	}
 	if r.SurfaceOp != nil {
 		op := []byte(*r.SurfaceOp)
-		if !json.Valid(op) {
+		if !jsjson.Valid(op) {
 			return e, errors.New("surface_op is not valid JSON")
 		}
 		e.SurfaceOp = op
@@ -177,7 +179,7 @@ func ReadBack(events []session.Event, tail *backend.TornTail) []Decoded {
 // rather than copied.
 func readBackEvent(e session.Event) Decoded {
 	plain := !e.HasSourceEventSeqs && e.SourceEventSeqs == nil && e.UnknownKeys == nil
-	if plain && e.Type != "" && (e.Data == nil || json.Valid(e.Data)) && (e.SurfaceOp == nil || json.Valid(e.SurfaceOp)) {
+	if plain && e.Type != "" && (e.Data == nil || jsjson.Valid(e.Data)) && (e.SurfaceOp == nil || jsjson.Valid(e.SurfaceOp)) {
 		return Decoded{Seq: e.Seq, Event: e}
 	}
 	r := Encode(e)
