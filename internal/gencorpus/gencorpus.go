@@ -10,6 +10,11 @@
 // records at each turn/end). The parent's subtree depends only on the seed
 // and the child count, never on how many other sessions surround it, so two
 // stores of different sizes hold the same parent and children.
+//
+// On PostgreSQL each session written is about a dozen statements, each a
+// round trip to the server, so a large corpus is written with Spec.Workers
+// transactions at once (1M sessions one at a time would take hours there;
+// docs/benchmarks.md, "A million sessions").
 package gencorpus
 
 import (
