@@ -7,7 +7,7 @@
 --
 -- Triggers on events keep it exact on every write by any writer — dsh's
 -- appends, imports and repairs, and any other program — and the back-fill
--- below indexes a store written before this migration.
+-- at the end indexes a store written before this migration.
 --
 -- The text of an event of type user/message, assistant/message or
 -- tool/result: its message is data (user/message) or the last member
@@ -72,15 +72,6 @@ SELECT c.session_id AS session_id, c.seq AS seq,
            ) AS p), '') AS text
   FROM event_content_of AS c;
 
-INSERT INTO event_search (session_id, seq)
-SELECT session_id, seq FROM events
- WHERE type IN ('user/message', 'assistant/message', 'tool/result')
- ORDER BY session_id, seq;
-
-INSERT INTO event_search_fts (rowid, text)
-SELECT s.id, t.text FROM event_search AS s
-  JOIN event_text_of AS t ON t.session_id = s.session_id AND t.seq = s.seq;
-
 CREATE TRIGGER events_search_insert AFTER INSERT ON events
 WHEN NEW.type IN ('user/message', 'assistant/message', 'tool/result')
 BEGIN
@@ -109,3 +100,17 @@ BEGIN
       JOIN event_text_of AS t ON t.session_id = s.session_id AND t.seq = s.seq
      WHERE s.session_id = NEW.session_id AND s.seq = NEW.seq;
 END;
+
+-- The back-fill: the searched events of the sessions already stored, a chunk
+-- of sessions at a time (dsh reports the progress).
+-- dsh:backfill per chunk of sessions (ids in dsh_backfill_ids)
+INSERT INTO event_search (session_id, seq)
+SELECT session_id, seq FROM events
+ WHERE type IN ('user/message', 'assistant/message', 'tool/result')
+   AND session_id IN (SELECT id FROM dsh_backfill_ids)
+ ORDER BY session_id, seq;
+
+INSERT INTO event_search_fts (rowid, text)
+SELECT s.id, t.text FROM event_search AS s
+  JOIN event_text_of AS t ON t.session_id = s.session_id AND t.seq = s.seq
+ WHERE s.session_id IN (SELECT id FROM dsh_backfill_ids);

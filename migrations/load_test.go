@@ -10,12 +10,12 @@ import (
 // for either backend's set.
 func TestLoad(t *testing.T) {
 	file := func(text string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(text)} }
-	ms, err := Load(fstest.MapFS{"0002_b.sql": file("B"), "0001_a.sql": file("A")})
+	ms, err := Load(fstest.MapFS{"0002_b.sql": file("B\n" + BackfillMarker + "\nFILL"), "0001_a.sql": file("A")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ms) != 2 || ms[0] != (Migration{1, "a", "A"}) || ms[1] != (Migration{2, "b", "B"}) {
-		t.Errorf("Load = %+v, want 0001_a then 0002_b", ms)
+	if len(ms) != 2 || ms[0] != (Migration{Version: 1, Name: "a", SQL: "A"}) || ms[1] != (Migration{Version: 2, Name: "b", SQL: "B", Backfill: "FILL"}) {
+		t.Errorf("Load = %+v, want 0001_a then 0002_b with its back-fill", ms)
 	}
 	for name, fsys := range map[string]fstest.MapFS{
 		"expected number 0002": {"0001_a.sql": file("A"), "0003_c.sql": file("C")},

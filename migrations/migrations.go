@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // FS holds every SQLite migration file.
@@ -37,7 +38,17 @@ type Migration struct {
 	Version int
 	Name    string
 	SQL     string
+	// Backfill is the part of the file after the line BackfillMarker: the
+	// statements that fill what SQL created from the sessions already
+	// stored, run by the store after SQL in the same transaction once per
+	// chunk of sessions, whose ids it puts in the temporary table
+	// dsh_backfill_ids (id) first, so that a long back-fill can report
+	// its progress. "" when the file has no marker.
+	Backfill string
 }
+
+// BackfillMarker separates a migration's schema from its back-fill.
+const BackfillMarker = "-- dsh:backfill per chunk of sessions (ids in dsh_backfill_ids)"
 
 var fileName = regexp.MustCompile(`^([0-9]{4})_([a-z0-9_]+)\.sql$`)
 
@@ -60,7 +71,8 @@ func Load(fsys fs.FS) ([]Migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, Migration{Version: v, Name: m[2], SQL: string(text)})
+		schema, backfill, _ := strings.Cut(string(text), "\n"+BackfillMarker+"\n")
+		ms = append(ms, Migration{Version: v, Name: m[2], SQL: schema, Backfill: backfill})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
 	for i, m := range ms {

@@ -71,6 +71,9 @@ type app struct {
 	// quiet drops warnings: shell completion must print nothing but
 	// candidates.
 	quiet bool
+	// migration is how a migration's back-fill draws its progress (init
+	// --progress forces the bar).
+	migration progressMode
 }
 
 // Main runs dsh with args (without the program name) and returns the exit

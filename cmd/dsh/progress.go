@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,4 +112,24 @@ func (r *resultWriter) hide(ind *indicator) {
 		r.ind = nil
 	}
 	r.mu.Unlock()
+}
+
+// migrationProgress draws a bar for each migration back-fill (told 0 of
+// total first, total at the end) in the mode a.migration.
+func (a *app) migrationProgress() func(name string, done, total int) {
+	var step func(int)
+	var finish func()
+	return func(name string, done, total int) {
+		if done == 0 {
+			step, finish = a.progress(a.migration, "migrating the database ("+strings.ReplaceAll(name, "_", " ")+")", total)
+		}
+		if step == nil {
+			return
+		}
+		step(done)
+		if done == total {
+			finish()
+			step = nil
+		}
+	}
 }

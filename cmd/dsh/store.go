@@ -41,6 +41,9 @@ func (a *app) locationOptions(cfg *config) location.Options {
 		Profile:    cfg.DSHCompat.Or(),
 		Warn:       a.warn,
 		Enumerated: sourceEnumerated,
+		// A back-fill over a large store takes a while: a bar, when
+		// stderr is a terminal (or --progress forces it).
+		MigrationProgress: a.migrationProgress(),
 	}
 }
 

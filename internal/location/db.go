@@ -88,14 +88,16 @@ func absPath(s string) (string, error) {
 
 func openSQLite(ctx context.Context, arg string, o Options, writable bool) (Store, error) {
 	if writable {
-		return nilOnError(sqlitepersist.Open(ctx, arg, o.SQLite))
+		so := o.SQLite
+		so.Progress = o.MigrationProgress
+		return nilOnError(sqlitepersist.Open(ctx, arg, so))
 	}
 	return nilOnError(sqlitepersist.OpenReadOnly(ctx, arg, o.SQLite))
 }
 
-func openPostgres(ctx context.Context, arg string, _ Options, writable bool) (Store, error) {
+func openPostgres(ctx context.Context, arg string, o Options, writable bool) (Store, error) {
 	if writable {
-		return nilOnError(pgstore.Open(ctx, arg))
+		return nilOnError(pgstore.OpenWithProgress(ctx, arg, o.MigrationProgress))
 	}
 	return nilOnError(pgstore.OpenReadOnly(ctx, arg))
 }

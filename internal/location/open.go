@@ -17,6 +17,9 @@ import (
 type Options struct {
 	// SQLite configures a SQLite database's connection (its busy timeout).
 	SQLite sqlitepersist.Options
+	// MigrationProgress, when set, is told how far a migration's
+	// back-fill has got as a writable store (either kind) is migrated.
+	MigrationProgress func(name string, done, total int)
 	// Profile is whose rules the corpus is read by: under DSH 0.1.0-rc.8
 	// only DSH's aggregate cache file is used, as rc.8 reads no other.
 	Profile dshcompat.Profile

@@ -82,7 +82,7 @@ func (id identity) check(name string, latest int) error {
 // migrate applies every pending migration in one transaction that holds
 // the migration advisory lock: a second migrator waits, then finds the
 // work done. A catalog already at the latest version takes no lock.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context, progress func(name string, done, total int)) error {
 	ms, err := loadMigrations()
 	if err != nil {
 		return dsherr.Wrap(dsherr.Internal, err, "embedded migrations")
@@ -120,6 +120,11 @@ func (s *Store) migrate(ctx context.Context) error {
 			// which runs its several statements in order.
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return fmt.Errorf("migrate to version %d (%s): %w", m.Version, m.Name, err)
+			}
+			if m.Backfill != "" {
+				if err := backfill(ctx, tx, m, progress); err != nil {
+					return fmt.Errorf("migrate to version %d (%s): back-fill: %w", m.Version, m.Name, err)
+				}
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO `+migrationsTable+` (version, name, applied_at)
 				VALUES ($1, $2, (extract(epoch FROM now()) * 1000)::bigint)`, m.Version, m.Name); err != nil {
@@ -163,4 +168,44 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 		return 0, s.storeError(err, "read schema version")
 	}
 	return v, nil
+}
+
+// backfillChunk is how many sessions one round of a back-fill covers.
+const backfillChunk = 256
+
+// backfill runs m's back-fill over every stored session, a chunk of ids at
+// a time in the temporary table dsh_backfill_ids, telling progress after
+// each chunk.
+func backfill(ctx context.Context, tx pgx.Tx, m migration, progress func(name string, done, total int)) error {
+	rows, err := tx.Query(ctx, "SELECT id FROM sessions ORDER BY id")
+	if err != nil {
+		return err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "CREATE TEMP TABLE dsh_backfill_ids (id text COLLATE \"C\" PRIMARY KEY) ON COMMIT DROP"); err != nil {
+		return err
+	}
+	if progress != nil {
+		progress(m.Name, 0, len(ids))
+	}
+	for start := 0; start < len(ids); start += backfillChunk {
+		chunk := ids[start:min(start+backfillChunk, len(ids))]
+		if _, err := tx.Exec(ctx, "DELETE FROM dsh_backfill_ids"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO dsh_backfill_ids (id) SELECT unnest($1::text[])", chunk); err != nil {
+			return err
+		}
+		// No arguments: the simple protocol runs the statements in order.
+		if _, err := tx.Exec(ctx, m.Backfill); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(m.Name, start+len(chunk), len(ids))
+		}
+	}
+	return nil
 }

@@ -68,11 +68,18 @@ type Store struct {
 // and applies pending migrations under an advisory lock, so several
 // machines may run it at once.
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	return OpenWithProgress(ctx, dsn, nil)
+}
+
+// OpenWithProgress is Open telling progress how far a migration's
+// back-fill has got (migrations.Migration.Backfill): done of total
+// sessions of migration name, from 0 to total.
+func OpenWithProgress(ctx context.Context, dsn string, progress func(name string, done, total int)) (*Store, error) {
 	s, err := connect(ctx, dsn, false)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, progress); err != nil {
 		s.pool.Close()
 		return nil, err
 	}

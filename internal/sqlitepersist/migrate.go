@@ -9,6 +9,7 @@ import (
 
 	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/dsherr"
+	"github.com/dsh-project/dsh/internal/jsjson"
 	"github.com/dsh-project/dsh/internal/sqliteread"
 	"github.com/dsh-project/dsh/migrations"
 )
@@ -116,7 +117,7 @@ func (id fileIdentity) check(path string, latest int) error {
 // transaction that also records it in PRAGMA user_version and in
 // schema_migrations; a concurrent migrator is detected by re-reading the
 // version inside the transaction.
-func migrate(ctx context.Context, db *sql.DB, path string) error {
+func migrate(ctx context.Context, db *sql.DB, path string, progress func(name string, done, total int)) error {
 	ms, err := loadMigrations(migrations.FS)
 	if err != nil {
 		return dsherr.Wrap(dsherr.Internal, err, "embedded migrations")
@@ -132,14 +133,14 @@ func migrate(ctx context.Context, db *sql.DB, path string) error {
 		if m.Version <= id.userVersion {
 			continue
 		}
-		if err := applyMigration(ctx, db, path, m, len(ms)); err != nil {
+		if err := applyMigration(ctx, db, path, m, len(ms), progress); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func applyMigration(ctx context.Context, db *sql.DB, path string, m migration, latest int) error {
+func applyMigration(ctx context.Context, db *sql.DB, path string, m migration, latest int, progress func(name string, done, total int)) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return dsherr.Wrap(dsherr.StoreUnavailable, err, "migrate %s", path)
@@ -165,9 +166,14 @@ func applyMigration(ctx context.Context, db *sql.DB, path string, m migration, l
 		fmt.Sprintf("PRAGMA user_version = %d", m.Version),
 		fmt.Sprintf("PRAGMA application_id = %d", ApplicationID),
 	}
-	for _, stmt := range stmts {
+	for i, stmt := range stmts {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return dsherr.Wrap(dsherr.StoreUnavailable, err, "migrate %s to version %d (%s)", path, m.Version, m.Name)
+		}
+		if i == 0 && m.Backfill != "" {
+			if err := backfill(ctx, tx, m, progress); err != nil {
+				return dsherr.Wrap(dsherr.StoreUnavailable, err, "migrate %s to version %d (%s): back-fill", path, m.Version, m.Name)
+			}
 		}
 	}
 	if _, err := tx.ExecContext(ctx,
@@ -212,4 +218,52 @@ func checkReadableSchema(ctx context.Context, db *sql.DB, path string) error {
 			Msg: fmt.Sprintf("%s has dsh schema version %d; this dsh reads version %d: run dsh init to migrate it", path, id.userVersion, latest)}
 	}
 	return nil
+}
+
+// backfillChunk is how many sessions one round of a back-fill covers.
+const backfillChunk = 256
+
+// backfill runs m's back-fill over every stored session, a chunk of ids at
+// a time in the temporary table dsh_backfill_ids, telling progress after
+// each chunk.
+func backfill(ctx context.Context, tx *sql.Tx, m migration, progress func(name string, done, total int)) error {
+	var ids []string
+	rows, err := tx.QueryContext(ctx, "SELECT id FROM sessions ORDER BY id")
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "CREATE TEMP TABLE dsh_backfill_ids (id TEXT PRIMARY KEY)"); err != nil {
+		return err
+	}
+	if progress != nil {
+		progress(m.Name, 0, len(ids))
+	}
+	for start := 0; start < len(ids); start += backfillChunk {
+		chunk := ids[start:min(start+backfillChunk, len(ids))]
+		if _, err := tx.ExecContext(ctx, "DELETE FROM dsh_backfill_ids"); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO dsh_backfill_ids (id) SELECT value FROM json_each(?)", jsjson.StringArray(chunk)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, m.Backfill); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(m.Name, start+len(chunk), len(ids))
+		}
+	}
+	_, err = tx.ExecContext(ctx, "DROP TABLE temp.dsh_backfill_ids")
+	return err
 }

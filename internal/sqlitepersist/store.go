@@ -52,6 +52,10 @@ type Options struct {
 	// time.Now. Every process sharing a file must use the same clock, so
 	// only tests set it.
 	Clock func() time.Time
+	// Progress, when set, is told how far a migration's back-fill has got
+	// (migrations.Migration.Backfill): done of total sessions of
+	// migration name, from 0 to total.
+	Progress func(name string, done, total int)
 }
 
 func (o Options) busyTimeoutMillis() (int64, error) {
@@ -192,7 +196,7 @@ func openAt(ctx context.Context, abs string, busyMillis int64, o Options) (*Stor
 		db.Close()
 		return nil, err
 	}
-	if err := migrate(ctx, db, abs); err != nil {
+	if err := migrate(ctx, db, abs, o.Progress); err != nil {
 		db.Close()
 		return nil, err
 	}

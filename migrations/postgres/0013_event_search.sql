@@ -62,10 +62,6 @@ BEGIN
     END;
 END $$;
 
-INSERT INTO event_search (session_id, seq, vector)
-SELECT session_id, seq, dsh_search_vector(dsh_event_text(type, data))
-  FROM events WHERE type IN ('user/message', 'assistant/message', 'tool/result');
-
 CREATE FUNCTION dsh_search_add() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO event_search AS s (session_id, seq, vector)
@@ -109,3 +105,12 @@ CREATE TRIGGER events_search_update_2_new AFTER UPDATE ON events
 
 CREATE TRIGGER events_search_truncate AFTER TRUNCATE ON events
     FOR EACH STATEMENT EXECUTE FUNCTION dsh_search_clear();
+
+-- The back-fill: the searched events of the sessions already stored, a chunk
+-- of sessions at a time (dsh reports the progress).
+-- dsh:backfill per chunk of sessions (ids in dsh_backfill_ids)
+INSERT INTO event_search (session_id, seq, vector)
+SELECT session_id, seq, dsh_search_vector(dsh_event_text(type, data))
+  FROM events
+ WHERE type IN ('user/message', 'assistant/message', 'tool/result')
+   AND session_id IN (SELECT id FROM dsh_backfill_ids);
