@@ -228,6 +228,32 @@ type Unverifier interface {
 	UnverifyChildren(ctx context.Context, parent string) error
 }
 
+// ResolvedRowReader is a store that keeps, beside each subagent child, the
+// row a listing's ladder gives it when nothing is live (ResolvedRow),
+// stamped with who resolved it and voided by any write to what the ladder
+// reads of the child, whoever writes it.
+type ResolvedRowReader interface {
+	// ResolvedRows calls fn for every subagent-origin child of parent in
+	// (createdAt, id) order, as ChildListing enumerates them, with its
+	// resolved row (Resolver "" when the row is stale) and hasChildren. It
+	// writes nothing, ever.
+	ResolvedRows(ctx context.Context, parent string, fn func(ResolvedRow) error) error
+}
+
+// ResolvedRowWriter fills in resolved rows. Use it only inside a write
+// transaction (Transactor.Update): LockResolvedRows then the reads the
+// ladder makes then PutResolvedRows, so that no write of another
+// transaction to a child's log, header or checkpoint falls between the
+// read and the row (it waits for the lock, and makes the row stale after).
+type ResolvedRowWriter interface {
+	// LockResolvedRows locks the rows of the subagent children among ids
+	// whose Resolver is not stamp and returns their headers in id order.
+	LockResolvedRows(ctx context.Context, ids []string, stamp string) ([]session.Header, error)
+	// PutResolvedRows writes each row's resolved fields and Resolver to
+	// the row of its ID (a row that no longer exists is skipped).
+	PutResolvedRows(ctx context.Context, rows []ResolvedRow) error
+}
+
 // UnofferedReader is a foreign corpus that holds sessions it cannot offer
 // at all (files whose header cannot be read). A dsh store has none: an
 // import records them as refusals (RefusalReader).
@@ -271,6 +297,8 @@ var Capabilities = []Capability{
 	{Type: reflect.TypeFor[ChangeNotifier]()},
 	{Type: reflect.TypeFor[UnofferedReader](), ForeignOnly: true},
 	{Type: reflect.TypeFor[UsageReader]()},
+	{Type: reflect.TypeFor[ResolvedRowReader]()},
+	{Type: reflect.TypeFor[ResolvedRowWriter]()},
 	{Type: reflect.TypeFor[AsFoundReader](), ForeignOnly: true},
 	{Type: reflect.TypeFor[SearchReader]()},
 }

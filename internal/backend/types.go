@@ -412,6 +412,22 @@ type ColdVerdict struct {
 	RegistryFold []byte
 }
 
+// ResolvedRow is one subagent child's listing row as the ladder resolved
+// it with nothing live (see ResolvedRowReader): Kind "child" with Mode and
+// Label, or "diagnostic" with Reason. Resolver is the stamp of who resolved
+// it, "" when the row is stale (then the other resolved fields say
+// nothing). HasChildren is read with the row, never stored.
+type ResolvedRow struct {
+	ID          string
+	CreatedAt   int64
+	Resolver    string
+	Kind        string
+	Reason      string
+	Mode        string
+	Label       *string
+	HasChildren bool
+}
+
 // ListedChild is one subagent child as a warm listing needs it, read in the
 // same row as its header (a backend's one-query ChildListing).
 type ListedChild struct {

@@ -360,7 +360,13 @@ func (g *generator) commit(ctx context.Context, batch []planned) error {
 				return err
 			}
 		}
-		return nil
+		// The children's listing rows, as a writer of these logs
+		// leaves them (dsh's turn writer and import resolve theirs).
+		ids := make([]string, len(batch))
+		for i, p := range batch {
+			ids[i] = p.h.ID
+		}
+		return subagent.RefreshResolvedRowsIn(ctx, tx, ids)
 	})
 	if err != nil {
 		return err

@@ -32,4 +32,6 @@ type Store interface {
 	backend.ChangeNotifier
 	backend.UsageReader
 	backend.SearchReader
+	backend.ResolvedRowReader
+	backend.ResolvedRowWriter
 }

@@ -113,6 +113,7 @@ func Run(t *testing.T, target Target) {
 		{"FastPathDescriptorsAt", testDescriptorsAtEqualsLog},
 		{"FastPathCatalogSessions", testCatalogSessionsCoverLogs},
 		{"FastPathUsageOf", testUsage},
+		{"FastPathResolvedRows", testResolvedRowsEqualLadder},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, target)) })

@@ -45,3 +45,28 @@ func logResolutions(ctx context.Context, recs []corpus.Record, out []Resolution,
 	}
 	l.DebugContext(ctx, "listing resolved", slog.Int("candidates", len(recs)), slog.Duration("took", took))
 }
+
+// logResolved logs, with --debug, each row served from the store's
+// resolved rows, as logResolutions logs the ladder's.
+func logResolved(ctx context.Context, rows []Row, took time.Duration) {
+	if !debuglog.Enabled(ctx) {
+		return
+	}
+	l := debuglog.From(ctx)
+	for _, r := range rows {
+		row := string(r.Kind)
+		if r.Kind == KindDiagnostic {
+			row += ":" + string(r.Reason)
+		}
+		l.DebugContext(ctx, "listing rung", slog.String("child", r.ID), slog.String("rung", string(RungResolved)), slog.String("row", row))
+	}
+	l.DebugContext(ctx, "listing resolved", slog.Int("candidates", len(rows)), slog.Duration("took", took))
+}
+
+// logRefreshFailed logs, with --debug, a resolution of stored listing rows
+// that failed (the rows stay stale).
+func logRefreshFailed(ctx context.Context, err error) {
+	if debuglog.Enabled(ctx) {
+		debuglog.From(ctx).DebugContext(ctx, "resolved rows left stale", slog.String("error", err.Error()))
+	}
+}

@@ -78,6 +78,10 @@ type Lister struct {
 	Descriptors backend.DescriptorReader
 	// ColdConcurrency bounds concurrent cold reads (default 4).
 	ColdConcurrency int
+	// resolvedRows is set by NewStoreLister: ListChildren may serve the
+	// default profile's listing from the store's resolved rows
+	// (listResolved), which its own ladder resolved.
+	resolvedRows bool
 	// ownCold is the batch reader NewLister made over the corpus, nil
 	// when it made none: while Cold is still it, a listing may read the
 	// cold logs with the headers (ChildListingCold), as it would read
@@ -102,6 +106,9 @@ func (l *Lister) ListChildren(ctx context.Context, parent string) ([]Row, error)
 	if l.Profile.CatalogAuthority() {
 		listing, err := l.ListCatalog(ctx, parent, corpus.ScopeChildren)
 		return listing.Rows, err
+	}
+	if rows, ok, err := l.listResolved(ctx, parent); ok || err != nil {
+		return rows, err
 	}
 	res, err := l.ResolveChildren(ctx, parent)
 	return rowsOf(res), err

@@ -72,6 +72,7 @@ func NewLister(r ListingReader, live corpus.LiveSource, cache IdentityCache, col
 func NewStoreLister(store ListingStore, live corpus.LiveSource, coldConcurrency int) *Lister {
 	l := NewLister(store, live, nil, coldConcurrency)
 	l.Cache = CacheIdentities{projcache.NewCache(store, l.Units)}
+	l.resolvedRows = true
 	l.Snapshot = func(ctx context.Context, headers corpus.HeaderSource, live corpus.LiveSource, fn func(corpus.HeaderSource, corpus.LiveSource) error) error {
 		return store.View(ctx, func(view backend.Store) error {
 			// Bind this store's own headers and leases to the read; any
@@ -271,7 +272,7 @@ func (c Checkpoints) Rebuild(ctx context.Context, ids []string, progress func(do
 					}
 				}
 			}
-			return nil
+			return RefreshResolvedRowsIn(ctx, tx, part)
 		})
 		if err != nil {
 			return err

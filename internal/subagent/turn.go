@@ -164,6 +164,11 @@ func (w *childWriter) finish(ctx context.Context) error {
 		if !w.wrote && w.ckpt.Release() {
 			w.wrote = w.checkpoint(ctx, tx)
 		}
+		// The child's listing row, resolved from the log as it ends the
+		// turn (the lease changes nothing of it).
+		if err := RefreshResolvedRowsIn(ctx, tx, []string{w.header.ID}); err != nil {
+			return err
+		}
 		err := tx.ReleaseLease(ctx, w.header.ID, w.holder)
 		logLease(ctx, "released", w.header.ID, w.holder.ID, err)
 		return err

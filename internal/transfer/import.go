@@ -382,7 +382,18 @@ func (w *importer) pipeline(ctx context.Context, n int, headerAt func(int) sessi
 					events += len(p.session.Events)
 				}
 			}
-			return nil
+			if w.opts.DryRun {
+				return nil
+			}
+			// The listing rows of the batch's children, resolved from
+			// the logs as the batch stored them.
+			ids := make([]string, 0, len(results))
+			for _, r := range results {
+				if r.ID != "" {
+					ids = append(ids, r.ID)
+				}
+			}
+			return subagent.RefreshResolvedRowsIn(ctx, tx, ids)
 		}
 		if err := w.inBatch(ctx, batch); err != nil {
 			return err
