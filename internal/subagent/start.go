@@ -373,6 +373,11 @@ func (rt *Runtime) appendCatalogFact(ctx context.Context, tx backend.Store, plan
 	if err := tx.Append(ctx, parent, next, []session.Event{fact}); err != nil {
 		return fmt.Errorf("subagent %q not started: append its catalog fact to parent %q: %w", plan.header.ID, parent, err)
 	}
+	// The parent's own listing row (when it is a subagent child), as its
+	// log now stands.
+	if err := RefreshResolvedRowsIn(ctx, tx, []string{parent}); err != nil {
+		return err
+	}
 	err = tx.ReleaseLease(ctx, parent, plan.holder)
 	logLease(ctx, "released", parent, plan.holder.ID, err)
 	return err
