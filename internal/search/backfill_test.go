@@ -3,6 +3,8 @@ package search_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -13,24 +15,33 @@ import (
 	"github.com/dsh-project/dsh/internal/pgtest"
 	"github.com/dsh-project/dsh/internal/search"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
-	"github.com/dsh-project/dsh/internal/transfer"
+	"github.com/dsh-project/dsh/migrations"
 )
 
-// undoSearchMigration takes a store back to before migration 0013 (its
-// objects dropped, its version unrecorded), keeping the sessions.
-var undoSearchMigration = map[string][]string{
-	"sqlite": {
-		"DROP TRIGGER events_search_insert", "DROP TRIGGER events_search_delete", "DROP TRIGGER events_search_update",
-		"DROP VIEW event_text_of", "DROP VIEW event_content_of", "DROP TABLE event_search_fts", "DROP TABLE event_search",
-		"DELETE FROM schema_migrations WHERE version = 13", "PRAGMA user_version = 12",
-	},
-	"postgres": {
-		"DROP TABLE event_search", "DROP TRIGGER events_search_insert ON events", "DROP TRIGGER events_search_delete ON events",
-		"DROP TRIGGER events_search_update_1_old ON events", "DROP TRIGGER events_search_update_2_new ON events",
-		"DROP TRIGGER events_search_truncate ON events",
-		"DROP FUNCTION dsh_search_add, dsh_search_remove, dsh_search_clear, dsh_search_vector, dsh_event_text",
-		"DELETE FROM dsh_schema_migrations WHERE version = 13",
-	},
+// schema12 writes, with db's exec, migrations 1 to 12 of ms (the schema
+// before the search index) and the corpus's sessions as rows, as a dsh of
+// that version left them; record records a migration as the store does.
+func schema12(t *testing.T, ms []migrations.Migration, exec func(string, ...any) error, record func(migrations.Migration) error) {
+	t.Helper()
+	for _, m := range ms[:12] {
+		if err := exec(m.SQL + m.Backfill); err != nil {
+			t.Fatalf("migration %d: %v", m.Version, err)
+		}
+		if err := record(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, texts := range corpus {
+		if err := exec("INSERT INTO sessions (id, version, created_at) VALUES ($1, 0, 1)", id); err != nil {
+			t.Fatal(err)
+		}
+		for i, text := range texts {
+			data := fmt.Sprintf(`{"content":[{"type":"text","text":%q}],"source":{"kind":"user"},"role":"user","id":"m%d"}`, text, i)
+			if err := exec(`INSERT INTO events (session_id, seq, type, time, data, surface_op) VALUES ($1, $2, 'user/message', $3, $4, '"append"')`, id, i, 1000+i, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 // A store written before migration 0013 is indexed by it, a chunk of
@@ -53,24 +64,28 @@ func TestMigrationBackfills(t *testing.T) {
 		}
 	}
 	t.Run("sqlite", func(t *testing.T) {
-		st, path := sqliteStore(t)
-		_, src := openSource(t, spec)
-		if _, err := transfer.Import(ctx, st, src, transfer.ImportOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		st.Close()
+		path := filepath.Join(t.TempDir(), "dsh.db")
 		db, err := sql.Open("sqlite", path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, stmt := range undoSearchMigration["sqlite"] {
-			if _, err := db.Exec(stmt); err != nil {
-				t.Fatalf("%s: %v", stmt, err)
-			}
+		ms, err := migrations.Load(migrations.FS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec := func(q string, args ...any) error { _, err := db.Exec(q, args...); return err }
+		if err := exec("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT"); err != nil {
+			t.Fatal(err)
+		}
+		schema12(t, ms, exec, func(m migrations.Migration) error {
+			return exec("INSERT INTO schema_migrations VALUES ($1, $2, 0)", m.Version, m.Name)
+		})
+		if err := exec(fmt.Sprintf("PRAGMA user_version = 12; PRAGMA application_id = %d", sqlitepersist.ApplicationID)); err != nil {
+			t.Fatal(err)
 		}
 		db.Close()
 		var steps []step
-		st, err = sqlitepersist.Open(ctx, path, sqlitepersist.Options{Progress: func(name string, done, total int) {
+		st, err := sqlitepersist.Open(ctx, path, sqlitepersist.Options{Progress: func(name string, done, total int) {
 			if name != "event_search" {
 				t.Errorf("progress of %s", name)
 			}
@@ -84,27 +99,24 @@ func TestMigrationBackfills(t *testing.T) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		dsn := pgtest.NewDatabase(t)
-		st, err := pgstore.Open(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, src := openSource(t, spec)
-		if _, err := transfer.Import(ctx, st, src, transfer.ImportOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		st.Close()
 		conn, err := pgx.Connect(ctx, dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, stmt := range undoSearchMigration["postgres"] {
-			if _, err := conn.Exec(ctx, stmt); err != nil {
-				t.Fatalf("%s: %v", stmt, err)
-			}
+		ms, err := migrations.Load(migrations.PostgresFS)
+		if err != nil {
+			t.Fatal(err)
 		}
+		exec := func(q string, args ...any) error { _, err := conn.Exec(ctx, q, args...); return err }
+		if err := exec("CREATE TABLE dsh_schema_migrations (version bigint PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)"); err != nil {
+			t.Fatal(err)
+		}
+		schema12(t, ms, exec, func(m migrations.Migration) error {
+			return exec("INSERT INTO dsh_schema_migrations VALUES ($1, $2, 0)", m.Version, m.Name)
+		})
 		conn.Close(ctx)
 		var steps []step
-		st, err = pgstore.OpenWithProgress(ctx, dsn, func(name string, done, total int) { steps = append(steps, step{done, total}) })
+		st, err := pgstore.OpenWithProgress(ctx, dsn, func(name string, done, total int) { steps = append(steps, step{done, total}) })
 		if err != nil {
 			t.Fatal(err)
 		}
