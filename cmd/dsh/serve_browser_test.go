@@ -63,6 +63,10 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.Flag("disable-extensions", true),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium puts its singleton socket in a directory of its own
+		// under TMPDIR and leaves it there when it is killed, as the
+		// test's end kills it: that directory goes with the test's own.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.WindowSize(1280, 1000),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
