@@ -48,7 +48,7 @@ SELECT e.session_id AS session_id, e.seq AS seq,
 CREATE VIEW event_text_of AS
 SELECT c.session_id AS session_id, c.seq AS seq,
        coalesce((
-           SELECT group_concat(p.t, char(10) ORDER BY p.o1, p.o2) FROM (
+           SELECT group_concat(p.t, char(10)) FROM (
                SELECT b.id AS o1, 0 AS o2,
                       (SELECT CASE WHEN x.type = 'text' THEN x.value END FROM json_each(b.value) AS x
                         WHERE x.key = 'text' ORDER BY x.id DESC LIMIT 1) AS t
@@ -69,6 +69,7 @@ SELECT c.session_id AS session_id, c.seq AS seq,
                   AND i.type = 'object'
                   AND (SELECT CASE WHEN x.type = 'text' THEN x.value END FROM json_each(i.value) AS x
                         WHERE x.key = 'type' ORDER BY x.id DESC LIMIT 1) = 'text'
+                ORDER BY 1, 2
            ) AS p), '') AS text
   FROM event_content_of AS c;
 
