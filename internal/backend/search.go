@@ -45,10 +45,15 @@ type SearchHit struct {
 	Data      json.RawMessage
 }
 
-// LogDamage is what a store records of a log that is not whole.
+// LogDamage is what a store records beside a session's log that is not
+// whole, read by SearchReader.DamagedLogs and, with each session's totals,
+// by UsageReader.UsageOf.
 type LogDamage struct {
 	ID string
-	// TornFrom and DamagedFrom are -1 when there is none.
+	// TornFrom is the seq a torn tail kept beside the log starts at, -1
+	// when there is none; DamagedFrom likewise for a log damaged inside
+	// its committed region (damaged_logs). Refused marks a header kept
+	// for a session an import could not store: it has no log.
 	TornFrom, DamagedFrom int64
 	Refused               bool
 }

@@ -22,17 +22,12 @@ type UsageReader interface {
 
 // SessionUsage is one session's stored token totals.
 type SessionUsage struct {
-	ID string
+	// LogDamage is the session's id and the damage recorded beside its
+	// log.
+	LogDamage
 	// Models holds the totals per model name ("" for events naming none),
 	// in byte order of the name.
 	Models []ModelUsage
-	// TornFrom is the seq a torn tail kept beside the log starts at, -1
-	// when there is none; DamagedFrom likewise for a log damaged inside
-	// its committed region (damaged_logs). Refused marks a header kept
-	// for a session an import could not store: it has no log.
-	TornFrom    int64
-	DamagedFrom int64
-	Refused     bool
 }
 
 // ModelUsage is the sum over the events of one session naming one model.

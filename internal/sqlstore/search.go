@@ -85,16 +85,11 @@ func (c Core) DamagedLogs(ctx context.Context, ids []string, fn func(backend.Log
 	var out []backend.LogDamage
 	err := c.db.Read(ctx, func(q Tx) error {
 		rows, err := q.Query(ctx, `
-			SELECT s.id, t, d, r FROM (
-				SELECT s.id,
-				       coalesce((SELECT from_seq FROM torn_tails WHERE session_id = s.id), -1) AS t,
-				       coalesce((SELECT from_seq FROM damaged_logs WHERE session_id = s.id), -1) AS d,
-				       coalesce((SELECT max(CASE WHEN listed THEN 1 ELSE 0 END) FROM import_refusals WHERE session_id = s.id), 0) AS r
-				  FROM sessions AS s
-				 WHERE (EXISTS (SELECT 1 FROM torn_tails WHERE session_id = s.id)
-				        OR EXISTS (SELECT 1 FROM damaged_logs WHERE session_id = s.id)
-				        OR EXISTS (SELECT 1 FROM import_refusals WHERE session_id = s.id))`+filter+`) AS s
-			 WHERE t >= 0 OR d >= 0 OR r = 1
+			SELECT `+damageColumns+`
+			  FROM sessions AS s
+			 WHERE (EXISTS (SELECT 1 FROM torn_tails WHERE session_id = s.id)
+			        OR EXISTS (SELECT 1 FROM damaged_logs WHERE session_id = s.id)
+			        OR EXISTS (SELECT 1 FROM import_refusals WHERE session_id = s.id))`+filter+`
 			 ORDER BY s.id`, args...)
 		if err != nil {
 			return err
@@ -107,7 +102,10 @@ func (c Core) DamagedLogs(ctx context.Context, ids []string, fn func(backend.Log
 				return err
 			}
 			d.Refused = refused == 1
-			out = append(out, d)
+			// A refusal that was not listed leaves the log it names whole.
+			if d.TornFrom >= 0 || d.DamagedFrom >= 0 || d.Refused {
+				out = append(out, d)
+			}
 		}
 		return rows.Err()
 	})

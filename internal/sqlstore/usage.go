@@ -10,6 +10,15 @@ import (
 // usageChunk bounds the ids bound into one statement.
 const usageChunk = 4096
 
+// damageColumns are the four columns of backend.LogDamage for the session
+// s (id, torn tail's and damage's first seq or -1, refused as 0/1), as the
+// store records them beside its log. listed is a boolean in PostgreSQL and
+// 0/1 in SQLite: the CASE reads both.
+const damageColumns = `s.id,
+	coalesce((SELECT from_seq FROM torn_tails WHERE session_id = s.id), -1),
+	coalesce((SELECT from_seq FROM damaged_logs WHERE session_id = s.id), -1),
+	coalesce((SELECT max(CASE WHEN listed THEN 1 ELSE 0 END) FROM import_refusals WHERE session_id = s.id), 0)`
+
 // UsageOf implements backend.UsageReader: per chunk of ids, one query over
 // session_usage (migration 0012) and the damage records beside the logs,
 // each chunk in one snapshot.
@@ -36,13 +45,9 @@ func (c Core) UsageOf(ctx context.Context, ids []string, fn func(backend.Session
 
 func (c Core) usageOf(ctx context.Context, q Tx, ids []string) ([]backend.SessionUsage, error) {
 	// One row per session and model (a session without usage: one row
-	// with a NULL model), sessions in id order. listed is a boolean in
-	// PostgreSQL and 0/1 in SQLite: the CASE reads both.
+	// with a NULL model), sessions in id order.
 	rows, err := q.Query(ctx, `
-		SELECT s.id,
-		       coalesce((SELECT from_seq FROM torn_tails WHERE session_id = s.id), -1),
-		       coalesce((SELECT from_seq FROM damaged_logs WHERE session_id = s.id), -1),
-		       coalesce((SELECT max(CASE WHEN listed THEN 1 ELSE 0 END) FROM import_refusals WHERE session_id = s.id), 0),
+		SELECT `+damageColumns+`,
 		       u.model, u.messages, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.reasoning_tokens
 		  FROM sessions AS s LEFT JOIN session_usage AS u ON u.session_id = s.id
 		 WHERE `+c.d.InIDs("s.id")+`
@@ -64,7 +69,7 @@ func (c Core) usageOf(ctx context.Context, q Tx, ids []string) ([]backend.Sessio
 			return nil, err
 		}
 		if len(out) == 0 || out[len(out)-1].ID != id {
-			out = append(out, backend.SessionUsage{ID: id, TornFrom: torn, DamagedFrom: dmg, Refused: refused == 1})
+			out = append(out, backend.SessionUsage{LogDamage: backend.LogDamage{ID: id, TornFrom: torn, DamagedFrom: dmg, Refused: refused == 1}})
 		}
 		if !model.Valid {
 			continue
