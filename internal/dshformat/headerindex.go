@@ -23,16 +23,49 @@ import (
 type packedHeaders struct {
 	blocks []string
 	recs   []packedHeader
-	strs   []string // index 0: absent
-	ints   []int64  // index 0: absent
+	strs   interned[string]
+	ints   interned[int64]
 	// refused holds each record's refusal (index 0: none): few sessions
 	// have one, so the record keeps an index rather than an error.
 	refused []error
 
-	// While building: the block being filled, the interning maps.
-	buf    []byte
-	strIdx map[string]uint32
-	intIdx map[int64]uint32
+	// While building: the block being filled.
+	buf []byte
+}
+
+// interned is a table of distinct values, each named by its index; index
+// 0 stands for an absent (nil) value. Its map finds a value's index while
+// the headers are built and is dropped when they are frozen.
+type interned[T comparable] struct {
+	values []T
+	index  map[T]uint32
+}
+
+func newInterned[T comparable]() interned[T] {
+	var zero T
+	return interned[T]{values: []T{zero}, index: map[T]uint32{}}
+}
+
+// of is v's index, v added when it is new; 0 for nil.
+func (t *interned[T]) of(v *T) uint32 {
+	if v == nil {
+		return 0
+	}
+	if i, ok := t.index[*v]; ok {
+		return i
+	}
+	t.values = append(t.values, *v)
+	i := uint32(len(t.values) - 1)
+	t.index[*v] = i
+	return i
+}
+
+// ptr is the value at index i, nil for 0.
+func (t *interned[T]) ptr(i uint32) *T {
+	if i == 0 {
+		return nil
+	}
+	return &t.values[i]
 }
 
 // packedHeader is one session's record: spans of the blocks and indexes
@@ -59,8 +92,7 @@ type span struct{ blk, off, n uint32 }
 const arenaBlock = 64 << 10
 
 func newPackedHeaders() *packedHeaders {
-	return &packedHeaders{strs: []string{""}, ints: []int64{0}, refused: []error{nil},
-		strIdx: map[string]uint32{}, intIdx: map[int64]uint32{}}
+	return &packedHeaders{strs: newInterned[string](), ints: newInterned[int64](), refused: []error{nil}}
 }
 
 // errIndexFull refuses a corpus of more sessions than positions of the
@@ -86,32 +118,6 @@ func (p *packedHeaders) seal() {
 	p.buf = p.buf[:0]
 }
 
-func (p *packedHeaders) str(s *string) uint32 {
-	if s == nil {
-		return 0
-	}
-	if i, ok := p.strIdx[*s]; ok {
-		return i
-	}
-	p.strs = append(p.strs, *s)
-	i := uint32(len(p.strs) - 1)
-	p.strIdx[*s] = i
-	return i
-}
-
-func (p *packedHeaders) num(n *int64) uint32 {
-	if n == nil {
-		return 0
-	}
-	if i, ok := p.intIdx[*n]; ok {
-		return i
-	}
-	p.ints = append(p.ints, *n)
-	i := uint32(len(p.ints) - 1)
-	p.intIdx[*n] = i
-	return i
-}
-
 // add appends a session's header and file. Its path is stored without
 // prefix (the source's root, which the paths it finds start with).
 func (p *packedHeaders) add(h session.Header, f jsonlFile, prefix string) error {
@@ -119,14 +125,14 @@ func (p *packedHeaders) add(h session.Header, f jsonlFile, prefix string) error 
 		return errIndexFull
 	}
 	r := packedHeader{createdAt: h.CreatedAt, id: p.text(h.ID), compressed: f.compressed,
-		version: p.num(&h.Version), gen: p.num(&f.gen), seed: p.num(h.SeedLength), depth: p.num(h.DelegationDepth),
-		cwd: p.str(h.Cwd), parent: p.str(h.ParentSession), origin: p.str(h.Origin), preset: p.str(h.AgentPreset)}
+		version: p.ints.of(&h.Version), gen: p.ints.of(&f.gen), seed: p.ints.of(h.SeedLength), depth: p.ints.of(h.DelegationDepth),
+		cwd: p.strs.of(h.Cwd), parent: p.strs.of(h.ParentSession), origin: p.strs.of(h.Origin), preset: p.strs.of(h.AgentPreset)}
 	rel, rooted := strings.CutPrefix(f.path, prefix)
 	r.rooted = rooted && prefix != ""
 	sep := string(filepath.Separator)
 	if k := strings.LastIndex(rel, sep+h.ID+sep); h.ID != "" && k >= 0 {
 		pre, post := rel[:k+1], rel[k+1+len(h.ID):]
-		r.idInPath, r.pathPre, r.pathPost = true, p.str(&pre), p.str(&post)
+		r.idInPath, r.pathPre, r.pathPost = true, p.strs.of(&pre), p.strs.of(&post)
 	} else {
 		r.path = p.text(rel)
 	}
@@ -144,7 +150,7 @@ func (p *packedHeaders) freeze() {
 	if len(p.buf) > 0 {
 		p.seal()
 	}
-	p.buf, p.strIdx, p.intIdx = nil, nil, nil
+	p.buf, p.strs.index, p.ints.index = nil, nil, nil
 	p.recs = slices.Clip(p.recs)
 }
 
@@ -159,7 +165,7 @@ func (p *packedHeaders) get(s span) string {
 func (p *packedHeaders) path(r *packedHeader, prefix string) string {
 	rel := p.get(r.path)
 	if r.idInPath {
-		rel = p.strs[r.pathPre] + p.get(r.id) + p.strs[r.pathPost]
+		rel = p.strs.values[r.pathPre] + p.get(r.id) + p.strs.values[r.pathPost]
 	}
 	if r.rooted {
 		return prefix + rel
@@ -167,30 +173,16 @@ func (p *packedHeaders) path(r *packedHeader, prefix string) string {
 	return rel
 }
 
-func (p *packedHeaders) strPtr(i uint32) *string {
-	if i == 0 {
-		return nil
-	}
-	return &p.strs[i]
-}
-
-func (p *packedHeaders) intPtr(i uint32) *int64 {
-	if i == 0 {
-		return nil
-	}
-	return &p.ints[i]
-}
-
 // header rebuilds record i's header.
 func (p *packedHeaders) header(i int) session.Header {
 	r := &p.recs[i]
-	return session.Header{Version: p.ints[r.version], ID: p.get(r.id), CreatedAt: r.createdAt,
-		Cwd: p.strPtr(r.cwd), ParentSession: p.strPtr(r.parent), SeedLength: p.intPtr(r.seed),
-		Origin: p.strPtr(r.origin), DelegationDepth: p.intPtr(r.depth), AgentPreset: p.strPtr(r.preset)}
+	return session.Header{Version: p.ints.values[r.version], ID: p.get(r.id), CreatedAt: r.createdAt,
+		Cwd: p.strs.ptr(r.cwd), ParentSession: p.strs.ptr(r.parent), SeedLength: p.ints.ptr(r.seed),
+		Origin: p.strs.ptr(r.origin), DelegationDepth: p.ints.ptr(r.depth), AgentPreset: p.strs.ptr(r.preset)}
 }
 
 // file rebuilds record i's file, its path under prefix.
 func (p *packedHeaders) file(i int, prefix string) jsonlFile {
 	r := &p.recs[i]
-	return jsonlFile{path: p.path(r, prefix), compressed: r.compressed, gen: p.ints[r.gen], refused: p.refused[r.refused]}
+	return jsonlFile{path: p.path(r, prefix), compressed: r.compressed, gen: p.ints.values[r.gen], refused: p.refused[r.refused]}
 }
