@@ -216,17 +216,5 @@ func parseSearchTime(flag, value string, now time.Time) (*int64, error) {
 
 // searchDamageNote is the stderr line for a damaged log of the scope.
 func searchDamageNote(d search.DamagedLog) string {
-	from := ""
-	if d.FromSeq != nil {
-		from = fmt.Sprintf(" from seq %d", *d.FromSeq)
-	}
-	switch d.Damage {
-	case search.Torn:
-		return fmt.Sprintf("search of %s: its log has a torn tail%s; the events before it were searched", d.ID, from)
-	case search.Damaged:
-		return fmt.Sprintf("search of %s: its log is damaged%s; the events before the damage were searched", d.ID, from)
-	case search.Unreadable:
-		return fmt.Sprintf("search of %s: its log cannot be read; nothing was searched", d.ID)
-	}
-	return fmt.Sprintf("search of %s: listed, but the corpus holds no such session; nothing was searched", d.ID)
+	return partialLogNote("search", d.ID, string(d.Damage), d.FromSeq, "were searched", "was searched")
 }

@@ -164,19 +164,29 @@ func readUsage(ctx context.Context, a *app, src *sourceFlags, ids []string, subt
 // damageNote is the stderr line for a record that is not a whole log's
 // sum, "" for one that is.
 func damageNote(r usage.Record) string {
-	from := ""
-	if r.FromSeq != nil {
-		from = fmt.Sprintf(" from seq %d", *r.FromSeq)
+	if r.Damage == "" {
+		return ""
 	}
-	switch r.Damage {
-	case usage.Torn:
-		return fmt.Sprintf("usage of %s: its log has a torn tail%s; the events before it are counted", r.ID, from)
-	case usage.Damaged:
-		return fmt.Sprintf("usage of %s: its log is damaged%s; the events before the damage are counted", r.ID, from)
-	case usage.Unreadable:
-		return fmt.Sprintf("usage of %s: its log cannot be read; nothing is counted", r.ID)
-	case usage.Missing:
-		return fmt.Sprintf("usage of %s: listed, but the corpus holds no such session; nothing is counted", r.ID)
+	return partialLogNote("usage", r.ID, string(r.Damage), r.FromSeq, "are counted", "is counted")
+}
+
+// partialLogNote is the stderr line of a command reading whole logs
+// (usage, search) for session id's log that it read only in part or not
+// at all: damage is the record's "damage" value, from where it begins,
+// done what the command did with the events it read ("are counted") and
+// none what it did with nothing ("is counted").
+func partialLogNote(command, id, damage string, from *int64, done, none string) string {
+	at := ""
+	if from != nil {
+		at = fmt.Sprintf(" from seq %d", *from)
 	}
-	return ""
+	switch damage {
+	case string(usage.Torn):
+		return fmt.Sprintf("%s of %s: its log has a torn tail%s; the events before it %s", command, id, at, done)
+	case string(usage.Damaged):
+		return fmt.Sprintf("%s of %s: its log is damaged%s; the events before the damage %s", command, id, at, done)
+	case string(usage.Unreadable):
+		return fmt.Sprintf("%s of %s: its log cannot be read; nothing %s", command, id, none)
+	}
+	return fmt.Sprintf("%s of %s: listed, but the corpus holds no such session; nothing %s", command, id, none)
 }
