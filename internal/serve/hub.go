@@ -123,8 +123,10 @@ func (h *hub) run(ctx context.Context) {
 			h.changed.Store(true)
 		}
 		rd := &round{read: h.leases}
-		h.refresh(ctx, rd)
-		if h.leases == nil {
+		// A wake that found nothing changed and nothing stale (several
+		// subscribes kick once the round has begun) leaves the lease
+		// table as the last round read it, and the timer set from it.
+		if !h.refresh(ctx, rd) || h.leases == nil {
 			continue
 		}
 		if t, err := rd.leases(ctx); err == nil {
@@ -137,8 +139,9 @@ func (h *hub) run(ctx context.Context) {
 }
 
 // refresh renders every stale topic that has streams and sends each
-// stream what changed.
-func (h *hub) refresh(ctx context.Context, rd *round) {
+// stream what changed; it says whether there was a change or a stale
+// topic.
+func (h *hub) refresh(ctx context.Context, rd *round) bool {
 	changed := h.changed.Swap(false)
 	if changed {
 		h.changes.Add(1)
@@ -159,7 +162,7 @@ func (h *hub) refresh(ctx context.Context, rd *round) {
 		b, err := t.render(ctx, rd)
 		if err != nil {
 			if ctx.Err() != nil {
-				return
+				return true
 			}
 			b = errorFragment(err)
 		}
@@ -172,6 +175,7 @@ func (h *hub) refresh(ctx context.Context, rd *round) {
 		}
 		h.mu.Unlock()
 	}
+	return changed || len(todo) > 0
 }
 
 func (s *stream) send(b []byte) {

@@ -174,17 +174,23 @@ func TestRefreshReadsLeasesOnce(t *testing.T) {
 			}
 		}
 	}
+	// settle lets a round in flight finish: a round counts its change
+	// before it reads the leases, and the watcher's first signal (sent as
+	// it starts) may begin a round after the streams already show the
+	// subscribes' fragments.
+	settle := func() (reads, changes int64) {
+		for last := int64(-1); last != r.leases.Load()+s.hub.changes.Load(); {
+			last = r.leases.Load() + s.hub.changes.Load()
+			time.Sleep(200 * time.Millisecond)
+		}
+		return r.leases.Load(), s.hub.changes.Load()
+	}
 	wait("the running child's holder", func(b []byte) bool { return strings.Contains(string(b), `class="holder"`) })
-	before, changesBefore := r.leases.Load(), s.hub.changes.Load()
+	before, changesBefore := settle()
 	addChild(t, w, "c3", 9)
 	wait("the new child", func(b []byte) bool { return strings.Contains(string(b), `data-id="c3"`) })
-	// The round's lease read comes before its first fragment is sent; a
-	// second round a second notification may start is let finish.
-	for last := int64(-1); last != r.leases.Load()+s.hub.changes.Load(); {
-		last = r.leases.Load() + s.hub.changes.Load()
-		time.Sleep(200 * time.Millisecond)
-	}
-	reads, changes := r.leases.Load()-before, s.hub.changes.Load()-changesBefore
+	after, changesAfter := settle()
+	reads, changes := after-before, changesAfter-changesBefore
 	if changes < 1 || reads != changes {
 		t.Errorf("%d lease read(s) for %d change round(s) of %d trees with a running row; want one per round", reads, changes, len(streams))
 	}
