@@ -9,6 +9,7 @@ import (
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/location"
+	"github.com/dsh-project/dsh/internal/logdamage"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/report"
 	"github.com/dsh-project/dsh/internal/usage"
@@ -181,11 +182,11 @@ func partialLogNote(command, id, damage string, from *int64, done, none string) 
 		at = fmt.Sprintf(" from seq %d", *from)
 	}
 	switch damage {
-	case string(usage.Torn):
+	case string(logdamage.Torn):
 		return fmt.Sprintf("%s of %s: its log has a torn tail%s; the events before it %s", command, id, at, done)
-	case string(usage.Damaged):
+	case string(logdamage.Damaged):
 		return fmt.Sprintf("%s of %s: its log is damaged%s; the events before the damage %s", command, id, at, done)
-	case string(usage.Unreadable):
+	case string(logdamage.Unreadable):
 		return fmt.Sprintf("%s of %s: its log cannot be read; nothing %s", command, id, none)
 	}
 	return fmt.Sprintf("%s of %s: listed, but the corpus holds no such session; nothing %s", command, id, none)

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dsh-project/dsh/internal/logdamage"
 	"github.com/dsh-project/dsh/internal/usage"
 )
 
@@ -126,7 +127,7 @@ func usageNote(r usage.Record) string {
 		parts = append(parts, "not listed")
 	}
 	switch r.Damage {
-	case usage.Torn, usage.Damaged:
+	case logdamage.Torn, logdamage.Damaged:
 		s := string(r.Damage)
 		if r.FromSeq != nil {
 			s += " from seq " + strconv.FormatInt(*r.FromSeq, 10)

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/logdamage"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -36,25 +37,10 @@ type Hit struct {
 	Snippet string `json:"snippet"`
 }
 
-// Damage says why a session's log was searched only in part.
-type Damage string
-
-const (
-	// Torn: a torn tail (a write that never completed) was not searched.
-	Torn Damage = "torn"
-	// Damaged: the log is damaged inside its committed region; the valid
-	// prefix before the damage was searched.
-	Damaged Damage = "damaged"
-	// Unreadable: no event of the log could be read; nothing was searched.
-	Unreadable Damage = "unreadable"
-	// Missing: the scope names a session the corpus does not hold.
-	Missing Damage = "missing"
-)
-
 // DamagedLog is a session of the searched scope whose log is not whole.
 type DamagedLog struct {
-	ID     string `json:"id"`
-	Damage Damage `json:"damage"`
+	ID     string         `json:"id"`
+	Damage logdamage.Kind `json:"damage"`
 	// FromSeq is where a torn tail or the damage begins; nil otherwise.
 	FromSeq *int64 `json:"fromSeq,omitempty"`
 }
@@ -109,15 +95,14 @@ func runStored(ctx context.Context, r backend.SearchReader, q *Query, o Options)
 	return res, err
 }
 
+// damageOf is the entry of a log that is not whole.
 func damageOf(id string, refused bool, damagedFrom, tornFrom int64) DamagedLog {
-	switch {
-	case refused:
-		return DamagedLog{ID: id, Damage: Unreadable}
-	case damagedFrom >= 0:
-		return DamagedLog{ID: id, Damage: Damaged, FromSeq: &damagedFrom}
-	default:
-		return DamagedLog{ID: id, Damage: Torn, FromSeq: &tornFrom}
+	d := DamagedLog{ID: id}
+	var from int64
+	if d.Damage, from = logdamage.Of(refused, damagedFrom, tornFrom); from >= 0 {
+		d.FromSeq = &from
 	}
+	return d
 }
 
 // scored is a hit of the streaming search with its score: how many words
@@ -158,11 +143,11 @@ func stream(ctx context.Context, src backend.SessionLister, r backend.AsFoundRea
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case errors.Is(err, backend.ErrNotFound):
-			res.Damaged = append(res.Damaged, DamagedLog{ID: id, Damage: Missing})
+			res.Damaged = append(res.Damaged, DamagedLog{ID: id, Damage: logdamage.Missing})
 			continue
 		default:
 			// The log cannot be read: an import would refuse it too.
-			res.Damaged = append(res.Damaged, DamagedLog{ID: id, Damage: Unreadable})
+			res.Damaged = append(res.Damaged, DamagedLog{ID: id, Damage: logdamage.Unreadable})
 			continue
 		}
 		if found.DamagedFrom >= 0 || found.TornFrom >= 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/location"
+	"github.com/dsh-project/dsh/internal/logdamage"
 	"github.com/dsh-project/dsh/internal/render"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/subagent"
@@ -167,13 +168,13 @@ type tokens struct {
 func tokensOf(n usage.Node) *tokens {
 	t := &tokens{Own: n.Total, Subtree: n.Subtree}
 	switch n.Damage {
-	case usage.Torn:
+	case logdamage.Torn:
 		t.Note = fmt.Sprintf("torn from seq %d, prefix counted", n.FromSeq)
-	case usage.Damaged:
+	case logdamage.Damaged:
 		t.Note = fmt.Sprintf("damaged from seq %d, prefix counted", n.FromSeq)
-	case usage.Unreadable:
+	case logdamage.Unreadable:
 		t.Note = "log unreadable, nothing counted"
-	case usage.Missing:
+	case logdamage.Missing:
 		t.Note = "missing, nothing counted"
 	}
 	return t

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/dsh-project/dsh/internal/backend"
+	"github.com/dsh-project/dsh/internal/logdamage"
 	"github.com/dsh-project/dsh/internal/subagent"
 )
 
@@ -18,12 +19,12 @@ type Record struct {
 	// Listed is false for a session a descendants listing walks through
 	// without a row (an ordinary fork); nil outside a subtree.
 	Listed *bool `json:"listed,omitempty"`
-	// Damage and FromSeq: see Damage; absent for a whole log.
-	Damage  Damage        `json:"damage,omitempty"`
-	FromSeq *int64        `json:"fromSeq,omitempty"`
-	Own     TotalsRecord  `json:"own"`
-	Models  []ModelRecord `json:"models"`
-	Subtree *TotalsRecord `json:"subtree,omitempty"`
+	// Damage and FromSeq: see logdamage.Kind; absent for a whole log.
+	Damage  logdamage.Kind `json:"damage,omitempty"`
+	FromSeq *int64         `json:"fromSeq,omitempty"`
+	Own     TotalsRecord   `json:"own"`
+	Models  []ModelRecord  `json:"models"`
+	Subtree *TotalsRecord  `json:"subtree,omitempty"`
 	// SubtreeModels is set with Subtree.
 	SubtreeModels []ModelRecord `json:"subtreeModels,omitempty"`
 }

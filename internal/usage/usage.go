@@ -7,23 +7,7 @@ import (
 	"sort"
 
 	"github.com/dsh-project/dsh/internal/backend"
-)
-
-// Damage says why a session's totals are not those of a whole log.
-type Damage string
-
-const (
-	// Torn: a torn tail after the counted events (a write that never
-	// completed) is not counted.
-	Torn Damage = "torn"
-	// Damaged: the log is damaged inside its committed region; the valid
-	// prefix before the damage is counted.
-	Damaged Damage = "damaged"
-	// Unreadable: no event of the log could be read (an import refused
-	// it, or the source cannot read it); nothing is counted.
-	Unreadable Damage = "unreadable"
-	// Missing: the listing names a session the corpus does not hold.
-	Missing Damage = "missing"
+	"github.com/dsh-project/dsh/internal/logdamage"
 )
 
 // Session is one session's own usage.
@@ -34,7 +18,7 @@ type Session struct {
 	Total  Totals
 	// Damage is "" for a whole log; FromSeq is where a torn tail or the
 	// damage starts (-1 when not known or not applicable).
-	Damage  Damage
+	Damage  logdamage.Kind
 	FromSeq int64
 }
 
@@ -55,18 +39,11 @@ func Read(ctx context.Context, src backend.HeaderReader, ids []string) ([]Sessio
 func readStored(ctx context.Context, r backend.UsageReader, ids []string) ([]Session, error) {
 	got := make(map[string]Session, len(ids))
 	err := r.UsageOf(ctx, unique(ids), func(u backend.SessionUsage) error {
-		s := Session{ID: u.ID, Models: u.Models, FromSeq: -1}
+		s := Session{ID: u.ID, Models: u.Models}
 		for _, m := range u.Models {
 			s.Total.Add(totalsOf(m))
 		}
-		switch {
-		case u.Refused:
-			s.Damage = Unreadable
-		case u.DamagedFrom >= 0:
-			s.Damage, s.FromSeq = Damaged, u.DamagedFrom
-		case u.TornFrom >= 0:
-			s.Damage, s.FromSeq = Torn, u.TornFrom
-		}
+		s.Damage, s.FromSeq = logdamage.Of(u.Refused, u.DamagedFrom, u.TornFrom)
 		got[u.ID] = s
 		return nil
 	})
@@ -87,12 +64,7 @@ func stream(ctx context.Context, r backend.AsFoundReader, ids []string) ([]Sessi
 			for _, m := range s.Models {
 				s.Total.Add(totalsOf(m))
 			}
-			switch {
-			case found.DamagedFrom >= 0:
-				s.Damage, s.FromSeq = Damaged, found.DamagedFrom
-			case found.TornFrom >= 0:
-				s.Damage, s.FromSeq = Torn, found.TornFrom
-			}
+			s.Damage, s.FromSeq = logdamage.Of(false, found.DamagedFrom, found.TornFrom)
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case errors.Is(err, backend.ErrNotFound):
@@ -100,7 +72,7 @@ func stream(ctx context.Context, r backend.AsFoundReader, ids []string) ([]Sessi
 		default:
 			// The log cannot be read (corrupt, a refused format, a file
 			// that vanished): an import would refuse it too.
-			s.Damage = Unreadable
+			s.Damage = logdamage.Unreadable
 		}
 		got[id] = s
 	}
@@ -112,7 +84,7 @@ func inOrder(ids []string, got map[string]Session) []Session {
 	for i, id := range ids {
 		s, ok := got[id]
 		if !ok {
-			s = Session{ID: id, Damage: Missing, FromSeq: -1}
+			s = Session{ID: id, Damage: logdamage.Missing, FromSeq: -1}
 		}
 		out[i] = s
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/dsh-project/dsh/internal/dshfixtures"
 	"github.com/dsh-project/dsh/internal/dshformat"
 	"github.com/dsh-project/dsh/internal/location"
+	"github.com/dsh-project/dsh/internal/logdamage"
 	"github.com/dsh-project/dsh/internal/pgstore"
 	"github.com/dsh-project/dsh/internal/pgtest"
 	"github.com/dsh-project/dsh/internal/session"
@@ -410,13 +411,13 @@ func TestDamagedLogs(t *testing.T) {
 	dir := withCwd(t, map[string][]byte{"torn.jsonl": []byte(torn), "damaged.jsonl": []byte(damaged)})
 	check := func(t *testing.T, got map[string]usage.Session) {
 		t.Helper()
-		if s := got["torn"]; s.Total != (usage.Totals{Messages: 1, InputTokens: 7, OutputTokens: 3}) || s.Damage != usage.Torn || s.FromSeq != 3 {
+		if s := got["torn"]; s.Total != (usage.Totals{Messages: 1, InputTokens: 7, OutputTokens: 3}) || s.Damage != logdamage.Torn || s.FromSeq != 3 {
 			t.Errorf("torn: %+v", s)
 		}
-		if s := got["damaged"]; s.Total != (usage.Totals{Messages: 1, InputTokens: 5, OutputTokens: 2}) || s.Damage != usage.Damaged || s.FromSeq != 2 {
+		if s := got["damaged"]; s.Total != (usage.Totals{Messages: 1, InputTokens: 5, OutputTokens: 2}) || s.Damage != logdamage.Damaged || s.FromSeq != 2 {
 			t.Errorf("damaged: %+v", s)
 		}
-		if s := got["nobody"]; s.Damage != usage.Missing || !s.Total.IsZero() {
+		if s := got["nobody"]; s.Damage != logdamage.Missing || !s.Total.IsZero() {
 			t.Errorf("nobody: %+v", s)
 		}
 	}
