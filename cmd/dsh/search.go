@@ -52,7 +52,8 @@ match. A fork's inherited prefix is its parent's text: a hit is reported in
 the session that wrote it.
 
 A log that is not whole says so on stderr: a torn tail or a damaged log is
-searched up to the damage, an unreadable one not at all.
+searched up to the damage, an unreadable one not at all, and a listed
+session the corpus does not hold is "missing".
 
 Output formats:
   table  SESSION, SEQ, TIME, TYPE, SNIPPET (tab-separated, without a header,

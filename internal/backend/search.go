@@ -17,7 +17,9 @@ type SearchReader interface {
 	Search(ctx context.Context, q SearchRequest, fn func(SearchHit) error) error
 	// DamagedLogs calls fn for every session of ids (nil: of the store)
 	// whose log is not whole: a torn tail, damage inside the committed
-	// region, or a header kept for a refused import. It writes nothing.
+	// region, or a header kept for a refused import; and for every id of
+	// ids the store holds no session of (Missing: a listing may name a
+	// child that was never stored). It writes nothing.
 	DamagedLogs(ctx context.Context, ids []string, fn func(LogDamage) error) error
 }
 
@@ -56,4 +58,7 @@ type LogDamage struct {
 	// for a session an import could not store: it has no log.
 	TornFrom, DamagedFrom int64
 	Refused               bool
+	// Missing: the store holds no session of that id (DamagedLogs only:
+	// UsageOf reports the sessions it holds).
+	Missing bool
 }

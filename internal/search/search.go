@@ -89,6 +89,10 @@ func runStored(ctx context.Context, r backend.SearchReader, q *Query, o Options)
 		return nil, err
 	}
 	err = r.DamagedLogs(ctx, o.Sessions, func(d backend.LogDamage) error {
+		if d.Missing {
+			res.Damaged = append(res.Damaged, DamagedLog{ID: d.ID, Damage: logdamage.Missing})
+			return nil
+		}
 		res.Damaged = append(res.Damaged, damageOf(d.ID, d.Refused, d.DamagedFrom, d.TornFrom))
 		return nil
 	})

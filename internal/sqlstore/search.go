@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 
 	"github.com/dsh-project/dsh/internal/backend"
@@ -75,7 +76,8 @@ func (c Core) Search(ctx context.Context, req backend.SearchRequest, fn func(bac
 }
 
 // DamagedLogs implements backend.SearchReader: the damage records beside
-// the logs (torn_tails, damaged_logs, import_refusals), by id.
+// the logs (torn_tails, damaged_logs, import_refusals), by id, and the ids
+// of ids no session has.
 func (c Core) DamagedLogs(ctx context.Context, ids []string, fn func(backend.LogDamage) error) error {
 	filter, args := "", []any(nil)
 	if ids != nil {
@@ -84,18 +86,13 @@ func (c Core) DamagedLogs(ctx context.Context, ids []string, fn func(backend.Log
 	}
 	var out []backend.LogDamage
 	err := c.db.Read(ctx, func(q Tx) error {
-		rows, err := q.Query(ctx, `
+		out = out[:0]
+		err := each(ctx, q, `
 			SELECT `+damageColumns+`
 			  FROM sessions AS s
 			 WHERE (EXISTS (SELECT 1 FROM torn_tails WHERE session_id = s.id)
 			        OR EXISTS (SELECT 1 FROM damaged_logs WHERE session_id = s.id)
-			        OR EXISTS (SELECT 1 FROM import_refusals WHERE session_id = s.id))`+filter+`
-			 ORDER BY s.id`, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+			        OR EXISTS (SELECT 1 FROM import_refusals WHERE session_id = s.id))`+filter, args, func(rows Rows) error {
 			var d backend.LogDamage
 			var refused int64
 			if err := rows.Scan(&d.ID, &d.TornFrom, &d.DamagedFrom, &refused); err != nil {
@@ -106,16 +103,52 @@ func (c Core) DamagedLogs(ctx context.Context, ids []string, fn func(backend.Log
 			if d.TornFrom >= 0 || d.DamagedFrom >= 0 || d.Refused {
 				out = append(out, d)
 			}
+			return nil
+		})
+		if err != nil || ids == nil {
+			return err
 		}
-		return rows.Err()
+		held := make(map[string]bool, len(ids))
+		err = each(ctx, q, `SELECT s.id FROM sessions AS s WHERE `+c.d.InIDs("s.id"), []any{c.d.IDs(ids)}, func(rows Rows) error {
+			var id string
+			err := rows.Scan(&id)
+			held[id] = true
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if !held[id] {
+				held[id] = true // once, however often ids names it
+				out = append(out, backend.LogDamage{ID: id, TornFrom: -1, DamagedFrom: -1, Missing: true})
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return c.db.StoreError(err, "read the damaged logs")
 	}
+	slices.SortFunc(out, func(a, b backend.LogDamage) int { return strings.Compare(a.ID, b.ID) })
 	for _, d := range out {
 		if err := fn(d); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// each runs query and calls fn on each of its rows.
+func each(ctx context.Context, q Tx, query string, args []any, fn func(Rows) error) error {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
