@@ -33,7 +33,8 @@ var dialect = sqlstore.Dialect{
 	// The query is parsed once, in FROM; the GIN index answers @@.
 	SearchFrom:  "(SELECT to_tsquery('simple', ?) AS query) AS q CROSS JOIN event_search AS x",
 	SearchMatch: "x.vector @@ q.query",
-	SearchRank:  "ts_rank_cd(x.vector, q.query) DESC",
+	// Negated: ts_rank_cd is highest best.
+	SearchRank:  "-ts_rank_cd(x.vector, q.query)",
 	SearchQuery: func(r backend.SearchRequest) string { return r.TSQuery },
 }
 

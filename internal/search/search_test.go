@@ -84,18 +84,7 @@ func openSource(t *testing.T, spec string) (*dshformat.Corpus, dshformat.Source)
 
 func hits(t *testing.T, src backend.Reader, query string, o search.Options) []string {
 	t.Helper()
-	q, err := search.Parse(query)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	res, err := search.Run(context.Background(), src, q, o)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	out := []string{}
-	for _, h := range res.Hits {
-		out = append(out, fmt.Sprintf("%s/%d", h.SessionID, h.Seq))
-	}
+	out := append([]string{}, ranked(t, src, query, o)...)
 	sort.Strings(out)
 	return out
 }
@@ -174,6 +163,41 @@ func TestBackendsAgree(t *testing.T) {
 			t.Errorf("%T limit: %v", src, got)
 		}
 	}
+	// A store's best n are the first n of all its hits in its own order
+	// (rank, then session and seq), with a filter or without.
+	since := int64(1001)
+	for _, st := range []store{sq, pgs} {
+		for _, o := range []search.Options{{}, {Since: &since}, {Types: []string{search.TypeUserMessage, search.TypeAssistantMessage}}} {
+			all := ranked(t, st, "fox OR dog OR lazy OR quick*", o)
+			if len(all) < 2 {
+				t.Fatalf("%T %+v: %d hits, want several", st, o, len(all))
+			}
+			for n := 1; n <= len(all); n++ {
+				o.Limit = n
+				if got := ranked(t, st, "fox OR dog OR lazy OR quick*", o); !reflect.DeepEqual(got, all[:n]) {
+					t.Errorf("%T %+v: %v, want %v", st, o, got, all[:n])
+				}
+			}
+		}
+	}
+}
+
+// ranked is a search's hits as session/seq, best first.
+func ranked(t *testing.T, src backend.Reader, query string, o search.Options) []string {
+	t.Helper()
+	q, err := search.Parse(query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	res, err := search.Run(context.Background(), src, q, o)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	var out []string
+	for _, h := range res.Hits {
+		out = append(out, fmt.Sprintf("%s/%d", h.SessionID, h.Seq))
+	}
+	return out
 }
 
 // Snippets highlight the matching words between the markers.

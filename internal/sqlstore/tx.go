@@ -101,7 +101,7 @@ type Dialect struct {
 	NewHeaderScan func() HeaderScan
 	// SearchFrom joins the search index (migration 0013) as x, with
 	// x.session_id and x.seq; SearchMatch is the condition that x matches
-	// the query and SearchRank the ORDER BY term ranking it best first.
+	// the query and SearchRank x's score, lowest best.
 	// SearchFrom and SearchMatch together take one parameter, the
 	// request's SearchQuery.
 	SearchFrom, SearchMatch, SearchRank string
