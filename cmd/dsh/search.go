@@ -61,6 +61,8 @@ Output formats:
   json   one array of hits: sessionId, seq, time, type, snippet
   jsonl  the same objects, one per line
 
+dsh serve answers the same hits at /api/v1/search and on its /search page.
+
 Read-only.
 
 ` + exitStatusHelp(
@@ -83,6 +85,12 @@ Read-only.
 	src := addSourceFlags(cmd)
 	out := addOutputFlag(cmd, render.Table, render.TSV, render.JSON, render.JSONL)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		// The printer first: with -o json a refused flag or query is a
+		// JSON error document on stdout too (the one dsh serve answers).
+		p, err := out.printer(a, cmd)
+		if err != nil {
+			return err
+		}
 		withParent := cmd.Flags().Changed("parent")
 		if !withParent && cmd.Flags().Changed("scope") {
 			return dsherr.New(dsherr.Usage, "--scope needs --parent")
@@ -94,17 +102,15 @@ Read-only.
 		if limit < 0 {
 			return dsherr.New(dsherr.Usage, "-n: %d is negative", limit)
 		}
-		for _, t := range types {
-			if !search.IsType(t) {
-				return dsherr.New(dsherr.Usage, "--type: %q is not one of %s", t, strings.Join(search.Types, ", "))
-			}
+		if err := search.CheckTypes("--type", types); err != nil {
+			return err
 		}
 		now := time.Now()
 		o := search.Options{Types: types, Limit: limit}
-		if o.Since, err = parseSearchTime("--since", since, now); err != nil {
+		if o.Since, err = search.ParseTime("--since", since, now); err != nil {
 			return err
 		}
-		if o.Until, err = parseSearchTime("--until", until, now); err != nil {
+		if o.Until, err = search.ParseTime("--until", until, now); err != nil {
 			return err
 		}
 		if withParent {
@@ -113,10 +119,6 @@ Read-only.
 			}
 		}
 		q, err := search.Parse(args[0])
-		if err != nil {
-			return err
-		}
-		p, err := out.printer(a, cmd)
 		if err != nil {
 			return err
 		}
@@ -166,18 +168,7 @@ func runSearch(ctx context.Context, a *app, src *sourceFlags, q *search.Query, o
 		if err != nil {
 			return nil, err
 		}
-		// The rows, and the sessions the walk went through without a row
-		// (an ordinary fork between two listed children): their parents.
-		o.Sessions = []string{parent}
-		for _, row := range listing.Rows {
-			if scope == corpus.ScopeChildren && row.Depth > 1 {
-				continue
-			}
-			o.Sessions = append(o.Sessions, row.ID)
-			if scope == corpus.ScopeDescendants && row.ParentID != "" {
-				o.Sessions = append(o.Sessions, row.ParentID)
-			}
-		}
+		o.Sessions = search.Subtree(parent, listing.Rows, scope == corpus.ScopeChildren)
 	}
 	var res *search.Result
 	err = r.View(ctx, func(view location.Reader) error {
@@ -185,34 +176,6 @@ func runSearch(ctx context.Context, a *app, src *sourceFlags, q *search.Query, o
 		return err
 	})
 	return res, err
-}
-
-// parseSearchTime reads --since or --until: RFC 3339, a date (midnight
-// UTC) or a duration before now; nil when not given.
-func parseSearchTime(flag, value string, now time.Time) (*int64, error) {
-	if value == "" {
-		return nil, nil
-	}
-	at := func(t time.Time) (*int64, error) {
-		ms := t.UnixMilli()
-		return &ms, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, value); err == nil {
-		return at(t)
-	}
-	if t, err := time.Parse("2006-01-02", value); err == nil {
-		return at(t)
-	}
-	d := strings.TrimSuffix(value, "d")
-	if d != value {
-		var days int
-		if _, err := fmt.Sscanf(d, "%d", &days); err == nil && fmt.Sprint(days) == d && days >= 0 {
-			return at(now.Add(-time.Duration(days) * 24 * time.Hour))
-		}
-	} else if dur, err := time.ParseDuration(value); err == nil && dur >= 0 {
-		return at(now.Add(-dur))
-	}
-	return nil, dsherr.New(dsherr.Usage, "%s: %q is not an RFC 3339 time, a date (YYYY-MM-DD) or a duration ago (90m, 36h, 7d)", flag, value)
 }
 
 // searchDamageNote is the stderr line for a damaged log of the scope.

@@ -29,6 +29,8 @@ SIGINT or SIGTERM (then exit 0):
                          its descendants as a tree (state, mode, label,
                          children, tokens, the holder of each running child)
   /diagnose              the catalog audit's summary and findings
+  /search?q=             the hits of a search, each linking to its session
+                         (every page has a search box)
   /api/v1/sessions       root sessions (session ls -o json objects), paged
   /api/v1/sessions/ID    as session show -o json
   /api/v1/sessions/ID/children?scope=&state=&mode=
@@ -38,6 +40,8 @@ SIGINT or SIGTERM (then exit 0):
   /api/v1/usage?parent=ID&scope=&by=  (or ?id=ID repeated)
                          as usage --parent ID -o json (usage ID... -o
                          json), paged
+  /api/v1/search?q=&parent=ID&scope=&type=&since=&until=&n=
+                         as search Q -o json, paged
   /api/v1/diagnose?parent=ID&scope=
                          as diagnose -o json
   /api/v1/leases?parent=ID

@@ -7,11 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 )
@@ -312,6 +315,84 @@ func TestServePageInBrowser(t *testing.T) {
 	run("filter the roots", chromedp.Navigate(s.url), chromedp.SetValue(chromedp.CSS(`input[name="q"]`), "demo"),
 		chromedp.Submit(chromedp.CSS(`form.filter`)), chromedp.WaitVisible(chromedp.CSS(`tr[data-id="demo-parent"]`)))
 	screenshot("roots.png")
+
+	// Search: a query typed into the header's box lists the hits, each
+	// snippet's text shown as it is (markup, quotes, the « » it holds)
+	// with only the matching words marked, each linking to its session.
+	run("search from the header", chromedp.Navigate(s.url+"sessions/demo-parent"),
+		chromedp.SendKeys(chromedp.CSS(`form.search-box input[name="q"]`), "bold OR script"+kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS("table.hits")))
+	hits := readHits(t, ctx)
+	for _, want := range []pageHit{
+		{Session: "u-kid", Href: "/sessions/u-kid", Seq: "1", Type: "assistant/message", Time: "1970-01-01T00:00:00.006Z",
+			Snippet: `ok: <b>bold</b> & "quoted" «not a mark» 5<6`, Marks: []string{"bold"}},
+		{Session: serveUsageHostile, Href: "/sessions/u%3Cb%3E%22tok", Seq: "1", Type: "assistant/message", Time: "1970-01-01T00:00:00.007Z",
+			Snippet: `ok <script>window.pwned=1</script> bold`, Marks: []string{"script", "script", "bold"}},
+	} {
+		if !slices.ContainsFunc(hits, func(h pageHit) bool { return reflect.DeepEqual(h, want) }) {
+			t.Errorf("no hit %+v on the page (hits: %+v)", want, hits)
+		}
+	}
+	if len(hits) != 2 {
+		t.Errorf("%d hits, want 2: %+v", len(hits), hits)
+	}
+	if pwned() {
+		t.Error("a snippet ran script on the search page")
+	}
+	screenshot("search.png")
+	run("follow a hit", chromedp.Click(chromedp.CSS(`table.hits a.session[href="/sessions/u%3Cb%3E%22tok"]`)), chromedp.WaitVisible(chromedp.CSS("h1 .id")))
+	if title, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("h1 .id"))); err != nil || title != serveUsageHostile {
+		t.Errorf("the hit's link led to %q (%v)", title, err)
+	}
+	// The subtree box on a session's page searches below it only; the
+	// search page's own form narrows by type.
+	run("search a subtree", chromedp.Navigate(s.url+"sessions/tree-a"),
+		chromedp.SendKeys(chromedp.CSS(`form.search-subtree input[name="q"]`), "a OR b OR s OR d OR ok"+kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS("table.hits")))
+	for _, h := range readHits(t, ctx) {
+		if !slices.Contains([]string{"tree-a", "tree-b", "tree-c", "a/b", ".."}, h.Session) {
+			t.Errorf("a hit of tree-a's subtree search in %q", h.Session)
+		}
+	}
+	run("narrow by type", chromedp.Click(chromedp.CSS(`form.search input[value="user/message"]`)), chromedp.Submit(chromedp.CSS(`form.search`)),
+		chromedp.WaitVisible(chromedp.CSS(`form.search input[value="user/message"]:checked`)))
+	typed := readHits(t, ctx)
+	if len(typed) == 0 {
+		t.Error("no user/message hit below tree-a")
+	}
+	for _, h := range typed {
+		if h.Type != "user/message" {
+			t.Errorf("a %s hit with type=user/message", h.Type)
+		}
+	}
+	// A malformed query: the form again, the CLI's message shown.
+	run("a malformed query", chromedp.Navigate(s.url+"search"),
+		chromedp.SendKeys(chromedp.CSS(`form.search input[name="q"]`), `"unclosed`+kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS("p.error")))
+	if text, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS("p.error"))); err != nil || text != "search query: the phrase opened at column 1 has no closing quote" {
+		t.Errorf("malformed query: %q %v", text, err)
+	}
+}
+
+// pageHit is one search hit as the browser sees it.
+type pageHit struct {
+	Session, Href, Seq, Time, Type, Snippet string
+	Marks                                   []string
+}
+
+func readHits(t *testing.T, ctx context.Context) []pageHit {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	hits, err := chromedp.Run(tctx, chromedp.Evaluate[[]pageHit](`Array.from(document.querySelectorAll("table.hits tr.hit")).map(tr => {
+		const a = tr.querySelector("a.session"), text = sel => tr.querySelector(sel).textContent;
+		return {Session: a.textContent, Href: a.getAttribute("href"), Seq: text(".seq"), Time: text(".time"), Type: text(".type"),
+			Snippet: text(".snippet"), Marks: Array.from(tr.querySelectorAll(".snippet mark")).map(m => m.textContent)};
+	})`))
+	if err != nil {
+		t.Fatalf("read hits: %v", err)
+	}
+	return hits
 }
 
 func keys[V any](m map[string]V) []string {

@@ -126,12 +126,12 @@ const serveUsageHostile = `u<b>"tok`
 
 const serveUsageKid = `{"type":"session","version":0,"id":"u-kid","createdAt":5,"cwd":"/work","parentSession":"demo-parent","origin":"subagent","delegationDepth":1}
 {"type":"subagent/descriptor","seq":0,"time":5,"data":{"version":2,"mode":"continuable","provider":"spawn","label":"counts tokens"}}
-{"type":"assistant/message","seq":1,"time":6,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"source":{"kind":"model","provider":"deepseek-official","model":"m-big"},"id":"k1"},"usage":{"inputTokens":1200,"outputTokens":34,"cacheReadTokens":500,"reasoningTokens":7}}}
+{"type":"assistant/message","seq":1,"time":6,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"ok: <b>bold</b> & \"quoted\" «not a mark» 5<6"}],"source":{"kind":"model","provider":"deepseek-official","model":"m-big"},"id":"k1"},"usage":{"inputTokens":1200,"outputTokens":34,"cacheReadTokens":500,"reasoningTokens":7}}}
 `
 
 const serveUsageTok = `{"type":"session","version":0,"id":"u<b>\"tok","createdAt":6,"cwd":"/work","parentSession":"demo-parent","origin":"subagent","delegationDepth":1}
 {"type":"subagent/descriptor","seq":0,"time":6,"data":{"version":2,"mode":"one-shot","provider":"spawn","label":"torn"}}
-{"type":"assistant/message","seq":1,"time":7,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"source":{"kind":"model","provider":"deepseek-official","model":"m-small"},"id":"k2"},"usage":{"inputTokens":56,"outputTokens":8}}}
+{"type":"assistant/message","seq":1,"time":7,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"ok <script>window.pwned=1</script> bold"}],"source":{"kind":"model","provider":"deepseek-official","model":"m-small"},"id":"k2"},"usage":{"inputTokens":56,"outputTokens":8}}}
 {"type":"assistant/message","seq":2,"time":8,"data":{"turn":1,"step":2,"usage":{"inputTokens":1000
 `
 
@@ -356,6 +356,8 @@ func checkAPI(t *testing.T, s served, ids []string, first bool) {
 		same("diagnose"+q.query, status, body, cli(t, append([]string{"diagnose", "--quiet", "-o", "json"}, q.args...)...))
 	}
 
+	checkSearchAPI(t, s, ids, first)
+
 	// Root sessions: session ls's objects, every one without a parent.
 	lines := map[string]string{}
 	for l := range strings.Lines(cli(t, "session", "ls", "-o", "jsonl")) {
@@ -428,6 +430,127 @@ func checkAPI(t *testing.T, s served, ids []string, first bool) {
 		status, _, body := s.get(t, c.path)
 		if status != c.status || !strings.Contains(string(body), `{"error":{"code":"`+c.code+`"`) {
 			t.Errorf("%s: %d %s, want %d %s", c.path, status, body, c.status, c.code)
+		}
+	}
+}
+
+// checkSearchAPI checks /api/v1/search against dsh search -o json, byte
+// for byte: every session's subtree (which follows the profile's
+// listing), and, under the first profile, the filters, hostile and
+// malformed queries, paging and the errors.
+func checkSearchAPI(t *testing.T, s served, ids []string, first bool) {
+	t.Helper()
+	// check compares one search; the CLI's exit decides the status.
+	check := func(query url.Values, args ...string) {
+		t.Helper()
+		want, stderr, code := runDsh(t, append([]string{"search", "-o", "json"}, args...)...)
+		status, h, body := s.get(t, "/api/v1/search?"+query.Encode())
+		wantStatus := http.StatusOK
+		switch {
+		case code == 0:
+		case strings.Contains(want, `"code":"NOT_FOUND"`):
+			wantStatus = http.StatusNotFound
+		case strings.Contains(want, `"code":"INVALID_INPUT"`), strings.Contains(want, `"code":"USAGE"`):
+			wantStatus = http.StatusBadRequest
+		case strings.Contains(want, `"code":"INVALID_LOG"`):
+			// A log the 0.1.7 catalog cannot read, under its listing.
+			wantStatus = http.StatusUnprocessableEntity
+		default:
+			t.Errorf("search %q: CLI exit %d %s %s", args, code, want, stderr)
+		}
+		if status != wantStatus || string(body) != want || !strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+			t.Errorf("search ?%s: %d %s\nwant %d %s", query.Encode(), status, body, wantStatus, want)
+		}
+	}
+	for _, id := range ids {
+		check(url.Values{"q": {"ok OR x OR bold"}, "parent": {id}}, "ok OR x OR bold", "--parent", id)
+		if first {
+			check(url.Values{"q": {"ok OR b*"}, "parent": {id}, "scope": {"children"}, "n": {"0"}}, "ok OR b*", "--parent", id, "--scope", "children", "-n", "0")
+		}
+	}
+	if !first {
+		return
+	}
+	want := cli(t, "search", "bold", "-o", "json", "-n", "0")
+	if !strings.Contains(want, `"sessionId":"u\u003cb\u003e\"tok"`) && !strings.Contains(want, `"sessionId":"u<b>\"tok"`) || !strings.Contains(want, `<b>«bold»</b> & \"quoted\" «not a mark» 5<6`) {
+		t.Errorf("the corpus's hits are not what the test counts on: %s", want)
+	}
+	for _, c := range []struct {
+		query url.Values
+		args  []string
+	}{
+		{url.Values{"q": {"bold"}}, []string{"bold"}},
+		{url.Values{"q": {`"not a mark"`}}, []string{`"not a mark"`}},
+		{url.Values{"q": {"ok OR a OR b OR x OR y"}, "n": {"0"}}, []string{"ok OR a OR b OR x OR y", "-n", "0"}},
+		{url.Values{"q": {"ok OR a OR b OR x OR y"}, "n": {"3"}}, []string{"ok OR a OR b OR x OR y", "-n", "3"}},
+		{url.Values{"q": {"ok OR x"}, "type": {"assistant/message"}}, []string{"ok OR x", "--type", "assistant/message"}},
+		{url.Values{"q": {"ok OR x"}, "type": {"user/message,tool/result"}}, []string{"ok OR x", "--type", "user/message,tool/result"}},
+		{url.Values{"q": {"ok OR x"}, "type": {"user/message", "assistant/message"}}, []string{"ok OR x", "--type", "user/message", "--type", "assistant/message"}},
+		{url.Values{"q": {"ok"}, "since": {"1970-01-01T00:00:00.007Z"}}, []string{"ok", "--since", "1970-01-01T00:00:00.007Z"}},
+		{url.Values{"q": {"ok"}, "until": {"1970-01-01T00:00:00.007Z"}}, []string{"ok", "--until", "1970-01-01T00:00:00.007Z"}},
+		{url.Values{"q": {"ok"}, "since": {"1970-01-01"}, "until": {"2999-01-01"}}, []string{"ok", "--since", "1970-01-01", "--until", "2999-01-01"}},
+		{url.Values{"q": {"nothing-matches-this"}}, []string{"nothing-matches-this"}},
+		// Query text hostile to an engine's own syntax: quoted, or refused
+		// with the same INVALID_INPUT document.
+		{url.Values{"q": {`"'; DROP TABLE events; --"`}}, []string{`"'; DROP TABLE events; --"`}},
+		{url.Values{"q": {`"<script>" OR "5<6"`}}, []string{`"<script>" OR "5<6"`}},
+		{url.Values{"q": {`"«not»"`}}, []string{`"«not»"`}},
+		{url.Values{"q": {"'; DROP TABLE events; --"}}, []string{"'; DROP TABLE events; --"}},
+		{url.Values{"q": {"<b>"}}, []string{"<b>"}},
+		{url.Values{"q": {"title:foo"}}, []string{"title:foo"}},
+		{url.Values{"q": {`"unclosed`}}, []string{`"unclosed`}},
+		{url.Values{"q": {"NOT x"}}, []string{"NOT x"}},
+		{url.Values{"q": {"x) OR ("}}, []string{"x) OR ("}},
+		{url.Values{"q": {"a*b"}}, []string{"a*b"}},
+		{url.Values{"q": {`a\b`}}, []string{`a\b`}},
+		{url.Values{"q": {strings.Repeat("(", 40) + "x" + strings.Repeat(")", 40)}}, []string{strings.Repeat("(", 40) + "x" + strings.Repeat(")", 40)}},
+		{url.Values{"q": {"x\u0000y"}}, []string{"x\u0000y"}},
+		{url.Values{"q": {""}}, []string{""}},
+		{url.Values{}, []string{""}},
+		{url.Values{"q": {"ok"}, "parent": {"no-such-session"}}, []string{"ok", "--parent", "no-such-session"}},
+		{url.Values{"q": {"ok"}, "parent": {"no<such>"}}, []string{"ok", "--parent", "no<such>"}},
+	} {
+		check(c.query, c.args...)
+	}
+	// Paged: the pages' hits are the CLI's array.
+	want = cli(t, "search", "ok OR a OR b OR x OR y OR bold", "-n", "0", "-o", "json")
+	var all []json.RawMessage
+	next := "/api/v1/search?" + url.Values{"q": {"ok OR a OR b OR x OR y OR bold"}, "n": {"0"}, "limit": {"2"}}.Encode()
+	pages := 0
+	for next != "" {
+		status, h, body := s.get(t, next)
+		var page []json.RawMessage
+		if err := json.Unmarshal(body, &page); err != nil || status != http.StatusOK || len(page) > 2 {
+			t.Fatalf("%s: %d %s (%v)", next, status, body, err)
+		}
+		all = append(all, page...)
+		next = ""
+		if link := h.Get("Link"); link != "" {
+			next = strings.TrimPrefix(strings.SplitN(link, ">", 2)[0], "<")
+		}
+		pages++
+	}
+	if got := joinRaw(all); got != want || pages < 3 {
+		t.Errorf("paged search (%d pages):\n got %s\nwant %s", pages, got, want)
+	}
+	// The parameters the CLI takes as flags: the same code, named without
+	// dashes.
+	for _, c := range []struct{ query, code, message string }{
+		{"q=ok&scope=children", "USAGE", "scope needs parent"},
+		{"q=ok&parent=demo-parent&scope=sideways", "USAGE", ""},
+		{"q=ok&n=-1", "USAGE", "n: -1 is negative"},
+		{"q=ok&n=many", "USAGE", ""},
+		{"q=ok&type=tool/call", "USAGE", `type: \"tool/call\" is not one of user/message, assistant/message, tool/result`},
+		{"q=ok&since=yesterday", "USAGE", `since: \"yesterday\" is not an RFC 3339 time`},
+		{"q=ok&until=tomorrow", "USAGE", `until: \"tomorrow\" is not`},
+		{"q=ok&parent=", "INVALID_INPUT", ""},
+		{"q=ok&parent=a%00b", "INVALID_INPUT", ""},
+		{"q=ok&limit=0", "USAGE", ""},
+		{"q=ok&cursor=%21%21", "USAGE", ""},
+	} {
+		status, _, body := s.get(t, "/api/v1/search?"+c.query)
+		if status != http.StatusBadRequest || !strings.HasPrefix(string(body), `{"error":{"code":"`+c.code+`","message":"`+c.message) {
+			t.Errorf("search ?%s: %d %s, want 400 %s %s", c.query, status, body, c.code, c.message)
 		}
 	}
 }
@@ -558,7 +681,8 @@ func TestServeWritesNothing(t *testing.T) {
 	}
 	for _, path := range []string{"/", "/?q=demo", "/sessions/demo-parent", "/sessions/demo-broken", "/sessions/tree-c?scope=children", "/diagnose", "/diagnose?parent=demo-parent&scope=descendants",
 		"/api/v1/version", "/api/v1/sessions", "/api/v1/sessions/demo-parent", "/api/v1/sessions/demo-parent/children?scope=descendants", "/api/v1/diagnose", "/api/v1/diagnose?all=1", "/api/v1/leases", "/api/v1/leases?parent=demo-parent",
-		"/api/v1/sessions/demo-parent/usage", "/api/v1/usage?parent=demo-parent", "/api/v1/usage?parent=demo-parent&scope=children", "/api/v1/usage?id=u-kid&id=demo-broken"} {
+		"/api/v1/sessions/demo-parent/usage", "/api/v1/usage?parent=demo-parent", "/api/v1/usage?parent=demo-parent&scope=children", "/api/v1/usage?id=u-kid&id=demo-broken",
+		"/search", "/search?q=ok+OR+bold", "/search?q=bold&parent=demo-parent&scope=children", "/api/v1/search?q=ok+OR+bold", "/api/v1/search?q=ok&parent=demo-parent&n=0"} {
 		if status, _, body := s.get(t, path); status != http.StatusOK {
 			t.Errorf("%s: %d %s", path, status, body)
 		}
@@ -658,6 +782,35 @@ func TestServePagesEscape(t *testing.T) {
 	if status != http.StatusOK || strings.Contains(string(body), "<script>window") {
 		t.Errorf("hostile session page: %d", status)
 	}
+	// The search page: each hit's snippet escaped, only its highlighted
+	// words marked (not the « » its text holds), its session linked.
+	status, _, body = s.get(t, "/search?q=bold+OR+script")
+	page = string(body)
+	if status != http.StatusOK || strings.Contains(page, "<b>bold") || strings.Contains(page, "<script>window") {
+		t.Errorf("search page: %d %s", status, page)
+	}
+	for _, want := range []string{`<td class="snippet">ok: &lt;b&gt;<mark>bold</mark>&lt;/b&gt; &amp; &#34;quoted&#34; «not a mark» 5&lt;6</td>`,
+		`<td class="snippet">ok &lt;<mark>script</mark>&gt;window.pwned=1&lt;/<mark>script</mark>&gt; <mark>bold</mark></td>`,
+		`<a class="session" href="/sessions/u%3Cb%3E%22tok">u&lt;b&gt;&#34;tok</a>`, `<a class="session" href="/sessions/u-kid">u-kid</a>`,
+		`<input type="search" name="q" value="bold OR script"`, `<a href="/sessions/u%3Cb%3E%22tok">u&lt;b&gt;&#34;tok</a> <span class="usage-note">torn from seq 2, prefix searched</span>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("search page lacks %s", want)
+		}
+	}
+	// A malformed query, or an unknown parent: the form again, with the
+	// CLI's message and the API's status.
+	for _, c := range []struct {
+		query, want string
+		status      int
+	}{
+		{"q=title%3Cfoo", `<p class="error">search query: unexpected &#39;&lt;&#39; at column 6`, http.StatusBadRequest},
+		{"q=ok&parent=no%3Csuch%3E", `<p class="error">no session with id &#34;no&lt;such&gt;&#34;</p>`, http.StatusNotFound},
+	} {
+		status, _, body = s.get(t, "/search?"+c.query)
+		if status != c.status || !strings.Contains(string(body), c.want) || !strings.Contains(string(body), `<form class="filter search"`) {
+			t.Errorf("search page ?%s: %d %s", c.query, status, body)
+		}
+	}
 	// Ids a path would split or resolve link to their own pages.
 	status, _, body = s.get(t, "/sessions/a%2Fb")
 	if status != http.StatusOK || !strings.Contains(string(body), `<a class="child" href="/sessions/%2E%2E">..</a>`) {
@@ -668,6 +821,10 @@ func TestServePagesEscape(t *testing.T) {
 		t.Errorf("page of ..: %d %s", status, body)
 	}
 }
+
+// catMessage is a searched message of the source corpus, hostile to a
+// page.
+const catMessage = `{"type":"user/message","seq":1,"time":5,"data":{"content":[{"type":"text","text":"find <me> & this"}],"source":{"kind":"user"},"role":"user","id":"u0"},"surfaceOp":"append"}`
 
 // TestServeTakesEverySourceForm: dsh serve --source reads every form the
 // registry offers, and its API answers as the CLI does with the same
@@ -681,7 +838,7 @@ func TestServeTakesEverySourceForm(t *testing.T) {
 		sessions := []*catSession{
 			{id: "p", header: catHeaderP},
 			{id: "c", header: catHeaderC, lines: catChildLines()},
-			{id: "g", header: catHeaderG, lines: []string{catDescriptor("grandchild")}},
+			{id: "g", header: catHeaderG, lines: []string{catDescriptor("grandchild"), catMessage}},
 			{id: "s", header: catHeaderS, lines: []string{catDescriptor("sibling")}},
 		}
 		formDir := filepath.Join(dir, form)
@@ -711,12 +868,18 @@ func TestServeTakesEverySourceForm(t *testing.T) {
 				"/api/v1/usage?parent=p":                        {"usage", "--parent", "p", "-o", "json"},
 				"/api/v1/usage?id=c&id=g":                       {"usage", "c", "g", "-o", "json"},
 				"/api/v1/sessions/c/usage":                      {"usage", "c", "-o", "json"},
+				"/api/v1/search?q=find+OR+this":                 {"search", "find OR this", "-o", "json"},
+				"/api/v1/search?q=this&parent=p":                {"search", "this", "--parent", "p", "-o", "json"},
+				"/api/v1/search?q=this&parent=p&scope=children": {"search", "this", "--parent", "p", "--scope", "children", "-o", "json"},
 			} {
 				want := cli(t, append(args, "--source", src)...)
 				status, _, body := s.get(t, path)
 				if status != http.StatusOK || string(body) != want {
 					t.Errorf("%s: %d\n got %s\nwant %s", path, status, body, want)
 				}
+			}
+			if want := cli(t, "search", "this", "-o", "json", "--source", src); !strings.Contains(want, `"snippet":"find <me> & «this»"`) {
+				t.Errorf("the source's hits are not what the test counts on: %s", want)
 			}
 			if status, _, body := s.get(t, "/sessions/p"); status != http.StatusOK || !bytes.Contains(body, []byte(`data-id="g"`)) {
 				t.Errorf("page of p: %d %s", status, body)

@@ -35,6 +35,9 @@ type Hit struct {
 	// Snippet is the text around the first match, each matching word
 	// between MarkStart and MarkEnd.
 	Snippet string `json:"snippet"`
+	// Marks are the snippet's highlighted words, markers included (not
+	// part of the JSON: the markers say it there).
+	Marks []Span `json:"-"`
 }
 
 // DamagedLog is a session of the searched scope whose log is not whole.
@@ -82,7 +85,8 @@ func runStored(ctx context.Context, r backend.SearchReader, q *Query, o Options)
 		toks := Tokens(text, FoldDiacritics)
 		hit := make([]bool, len(toks))
 		m.Match(toks, hit)
-		res.Hits = append(res.Hits, Hit{SessionID: h.SessionID, Seq: h.Seq, Time: h.Time, Type: h.Type, Snippet: Snippet(text, toks, hit)})
+		snippet, marks := SnippetMarks(text, toks, hit)
+		res.Hits = append(res.Hits, Hit{SessionID: h.SessionID, Seq: h.Seq, Time: h.Time, Type: h.Type, Snippet: snippet, Marks: marks})
 		return nil
 	})
 	if err != nil {
@@ -178,7 +182,8 @@ func stream(ctx context.Context, src backend.SessionLister, r backend.AsFoundRea
 					n++
 				}
 			}
-			hits = append(hits, scored{Hit: Hit{SessionID: id, Seq: e.Seq, Time: e.Time, Type: e.Type, Snippet: Snippet(text, toks, hit)}, score: n})
+			snippet, marks := SnippetMarks(text, toks, hit)
+			hits = append(hits, scored{Hit: Hit{SessionID: id, Seq: e.Seq, Time: e.Time, Type: e.Type, Snippet: snippet, Marks: marks}, score: n})
 		}
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].score > hits[j].score })

@@ -220,6 +220,21 @@ func TestSnippet(t *testing.T) {
 	if got := search.Snippet(long, toks, hit); !strings.HasPrefix(got, "… word") || !strings.Contains(got, "«needle»") || !strings.HasSuffix(got, "tail …") {
 		t.Errorf("long snippet %q", got)
 	}
+	// The spans name the highlighted words, not text that holds the
+	// markers itself.
+	odd := "a «fake» mark <b>and</b> a real one: «x»  needle\n"
+	q, _ = search.Parse("needle OR and")
+	toks = search.Tokens(odd, search.FoldDiacritics)
+	hit = make([]bool, len(toks))
+	search.NewMatcher(q, search.FoldDiacritics).Match(toks, hit)
+	snippet, marks := search.SnippetMarks(odd, toks, hit)
+	var marked []string
+	for _, m := range marks {
+		marked = append(marked, snippet[m.Start:m.End])
+	}
+	if want := "a «fake» mark <b>«and»</b> a real one: «x» «needle»"; snippet != want || !reflect.DeepEqual(marked, []string{"«and»", "«needle»"}) {
+		t.Errorf("snippet %q marks %q, want %q and «and», «needle»", snippet, marked, want)
+	}
 }
 
 // Hostile or malformed queries are a one-line INVALID_INPUT, never handed

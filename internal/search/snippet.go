@@ -24,12 +24,23 @@ const (
 	snippetWordBytes = 80
 )
 
+// Span is a range of bytes of a snippet, [Start, End).
+type Span struct{ Start, End int }
+
 // Snippet is a short extract of text around the first highlighted token,
 // whitespace collapsed to single spaces, each highlighted token between
 // MarkStart and MarkEnd; hit is as Matcher.Match marked it for toks.
 func Snippet(text string, toks []Token, hit []bool) string {
+	s, _ := SnippetMarks(text, toks, hit)
+	return s
+}
+
+// SnippetMarks is Snippet and where its highlighted words are: each span
+// holds one word with its MarkStart and MarkEnd. A page draws a highlight
+// from the spans, not from the markers, which the text may hold too.
+func SnippetMarks(text string, toks []Token, hit []bool) (string, []Span) {
 	if len(toks) == 0 {
-		return clip(collapse(text), snippetWordBytes*4)
+		return clip(collapse(text), snippetWordBytes*4), nil
 	}
 	first := 0
 	for i, h := range hit {
@@ -41,6 +52,7 @@ func Snippet(text string, toks []Token, hit []bool) string {
 	from := max(first-snippetBefore, 0)
 	to := min(from+snippetWords, len(toks))
 	var b strings.Builder
+	var marks []Span
 	if from > 0 || strings.TrimSpace(text[:toks[from].Start]) != "" {
 		b.WriteString(Ellipsis + " ")
 	}
@@ -50,7 +62,9 @@ func Snippet(text string, toks []Token, hit []bool) string {
 		}
 		word := clip(text[toks[i].Start:toks[i].End], snippetWordBytes)
 		if hit[i] {
+			start := b.Len()
 			b.WriteString(MarkStart + word + MarkEnd)
+			marks = append(marks, Span{start, b.Len()})
 		} else {
 			b.WriteString(word)
 		}
@@ -60,7 +74,8 @@ func Snippet(text string, toks []Token, hit []bool) string {
 	} else if tail := text[toks[to-1].End:]; strings.TrimSpace(tail) != "" {
 		b.WriteString(collapse(strings.TrimRightFunc(tail, unicode.IsSpace)))
 	}
-	return strings.TrimSpace(b.String())
+	// Nothing leads the first word or the ellipsis: only the end trims.
+	return strings.TrimRightFunc(b.String(), unicode.IsSpace), marks
 }
 
 // collapse turns each run of whitespace into one space, and shortens a

@@ -42,6 +42,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/sessions/{id}/children", s.apiChildren)
 	m.HandleFunc("GET /api/v1/sessions/{id}/usage", s.apiSessionUsage)
 	m.HandleFunc("GET /api/v1/usage", s.apiUsage)
+	m.HandleFunc("GET /api/v1/search", s.apiSearch)
 	m.HandleFunc("GET /api/v1/diagnose", s.apiDiagnose)
 	m.HandleFunc("GET /api/v1/leases", s.apiLeases)
 	m.HandleFunc("GET /api/v1/events", s.apiEvents)
@@ -51,6 +52,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /{$}", s.pageRoots)
 	m.HandleFunc("GET /sessions/{id}", s.pageSession)
 	m.HandleFunc("GET /diagnose", s.pageDiagnose)
+	m.HandleFunc("GET /search", s.pageSearch)
 	m.HandleFunc("GET /assets/app.js", s.asset("app.js", "text/javascript; charset=utf-8"))
 	m.HandleFunc("GET /assets/style.css", s.asset("style.css", "text/css; charset=utf-8"))
 	m.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {

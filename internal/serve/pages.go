@@ -44,7 +44,7 @@ const (
 
 // pages are the parsed templates, one set per page.
 type pages struct {
-	roots, session, diagnose, errPage *template.Template
+	roots, session, diagnose, search, errPage *template.Template
 }
 
 var funcs = template.FuncMap{
@@ -56,6 +56,7 @@ var funcs = template.FuncMap{
 	"sessionHref": sessionHref,
 	"deref":       func(p *string) string { return *p },
 	"deref64":     func(p *int64) int64 { return *p },
+	"has":         slices.Contains[[]string],
 }
 
 func newPages() (*pages, error) {
@@ -74,7 +75,7 @@ func newPages() (*pages, error) {
 	for _, x := range []struct {
 		t    **template.Template
 		name string
-	}{{&p.roots, "roots.html"}, {&p.session, "session.html"}, {&p.diagnose, "diagnose.html"}} {
+	}{{&p.roots, "roots.html"}, {&p.session, "session.html"}, {&p.diagnose, "diagnose.html"}, {&p.search, "search.html"}} {
 		if *x.t, err = page(x.name); err != nil {
 			return nil, fmt.Errorf("parse templates: %w", err)
 		}
@@ -124,12 +125,18 @@ func (s *Server) asset(name, ctype string) http.HandlerFunc {
 
 // execute renders a whole page.
 func (s *Server) execute(w http.ResponseWriter, r *http.Request, t *template.Template, data any) {
+	s.executeStatus(w, r, http.StatusOK, t, data)
+}
+
+// executeStatus renders a whole page with an HTTP status.
+func (s *Server) executeStatus(w http.ResponseWriter, r *http.Request, status int, t *template.Template, data any) {
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
 
