@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -158,19 +157,6 @@ func snippetParts(h search.Hit) []snippetPart {
 	return parts
 }
 
-// damageNote says how much of a damaged log was searched.
-func damageNote(d search.DamagedLog) string {
-	switch d.Damage {
-	case search.Torn:
-		return fmt.Sprintf("torn from seq %d, prefix searched", *d.FromSeq)
-	case search.Damaged:
-		return fmt.Sprintf("damaged from seq %d, prefix searched", *d.FromSeq)
-	case search.Unreadable:
-		return "log unreadable, nothing searched"
-	}
-	return "missing, nothing searched"
-}
-
 // damagedLine is a damaged log of the searched scope as the page shows it.
 type damagedLine struct {
 	ID, Note string
@@ -222,7 +208,11 @@ func (s *Server) pageSearch(w http.ResponseWriter, r *http.Request) {
 		data.Hits = append(data.Hits, hitLine{Hit: h, Parts: snippetParts(h)})
 	}
 	for _, d := range res.Damaged {
-		data.Damaged = append(data.Damaged, damagedLine{ID: d.ID, Note: damageNote(d)})
+		from := int64(-1)
+		if d.FromSeq != nil {
+			from = *d.FromSeq
+		}
+		data.Damaged = append(data.Damaged, damagedLine{ID: d.ID, Note: damageNote(d.Damage, from, "searched")})
 	}
 	s.execute(w, r, s.pages.search, data)
 }

@@ -166,16 +166,21 @@ type tokens struct {
 }
 
 func tokensOf(n usage.Node) *tokens {
-	t := &tokens{Own: n.Total, Subtree: n.Subtree}
-	switch n.Damage {
+	return &tokens{Own: n.Total, Subtree: n.Subtree, Note: damageNote(n.Damage, n.FromSeq, "counted")}
+}
+
+// damageNote says how much of a log read in part a page's figures cover
+// ("" for a whole log): verb is what was done with what could be read.
+func damageNote(k logdamage.Kind, from int64, verb string) string {
+	switch k {
 	case logdamage.Torn:
-		t.Note = fmt.Sprintf("torn from seq %d, prefix counted", n.FromSeq)
+		return fmt.Sprintf("torn from seq %d, prefix %s", from, verb)
 	case logdamage.Damaged:
-		t.Note = fmt.Sprintf("damaged from seq %d, prefix counted", n.FromSeq)
+		return fmt.Sprintf("damaged from seq %d, prefix %s", from, verb)
 	case logdamage.Unreadable:
-		t.Note = "log unreadable, nothing counted"
+		return "log unreadable, nothing " + verb
 	case logdamage.Missing:
-		t.Note = "missing, nothing counted"
+		return "missing, nothing " + verb
 	}
-	return t
+	return ""
 }
