@@ -42,6 +42,16 @@ func (c *countingReader) UsageOf(ctx context.Context, ids []string, fn func(back
 	return c.Reader.(backend.UsageReader).UsageOf(ctx, ids, fn)
 }
 
+// Search and DamagedLogs pass the store's full-text index on (the
+// embedded interface does not carry it).
+func (c *countingReader) Search(ctx context.Context, req backend.SearchRequest, fn func(backend.SearchHit) error) error {
+	return c.Reader.(backend.SearchReader).Search(ctx, req, fn)
+}
+
+func (c *countingReader) DamagedLogs(ctx context.Context, ids []string, fn func(backend.LogDamage) error) error {
+	return c.Reader.(backend.SearchReader).DamagedLogs(ctx, ids, fn)
+}
+
 // WatchChanges passes the store's change signal on (the embedded
 // interface does not carry it).
 func (c *countingReader) WatchChanges(ctx context.Context, notify func()) error {
@@ -193,5 +203,40 @@ func TestRefreshReadsLeasesOnce(t *testing.T) {
 	reads, changes := after-before, changesAfter-changesBefore
 	if changes < 1 || reads != changes {
 		t.Errorf("%d lease read(s) for %d change round(s) of %d trees with a running row; want one per round", reads, changes, len(streams))
+	}
+}
+
+// TestSearchPageDrawsAtMostPageHits: the search page draws at most
+// pageHits hits, n=0 (all) included, and then links the API for the rest;
+// an empty box shows the form alone.
+func TestSearchPageDrawsAtMostPageHits(t *testing.T) {
+	_, _, s := readsFixture(t)
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Host = "127.0.0.1"
+		s.Handler().ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	for _, c := range []struct {
+		pageHits int
+		query    string
+		hits     int
+		more     bool
+	}{
+		{1, "q=words&n=0", 1, true},
+		{1, "q=words", 1, true},
+		{1, "q=words&n=1", 1, false},
+		{2, "q=words&n=0", 2, false},
+		{5, "q=words", 2, false},
+		{1, "q=+", 0, false},
+	} {
+		s.pageHits = c.pageHits
+		status, body := get("/search?" + c.query)
+		hits := strings.Count(body, `<tr class="hit"`)
+		more := strings.Contains(body, `<a class="more" href="/api/v1/search?`)
+		if status != http.StatusOK || hits != c.hits || more != c.more || strings.Contains(body, `class="error"`) {
+			t.Errorf("pageHits %d, ?%s: %d, %d hits, more %v; want %d, %v:\n%s", c.pageHits, c.query, status, hits, more, c.hits, c.more, body)
+		}
 	}
 }

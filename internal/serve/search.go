@@ -180,12 +180,17 @@ func (s *Server) pageSearch(w http.ResponseWriter, r *http.Request) {
 		Query, Parent, Scope, Since, Until, N string
 		Types                                 []string
 		AllTypes                              []string
-		Asked                                 bool
-		Err                                   string
-		Hits                                  []hitLine
-		Damaged                               []damagedLine
+		// Asked: a query was typed (an empty box shows the form alone).
+		Asked bool
+		Err   string
+		Hits  []hitLine
+		// More is the API's address for every hit when the page drew
+		// only the first pageHits.
+		More    string
+		Damaged []damagedLine
 	}{pageBase: pageBase{Title: "Search", Where: s.cfg.Where}, Query: q.Get("q"), Parent: q.Get("parent"), Scope: q.Get("scope"),
-		Since: q.Get("since"), Until: q.Get("until"), N: q.Get("n"), Types: splitValues(q["type"]), AllTypes: search.Types, Asked: q.Has("q")}
+		Since: q.Get("since"), Until: q.Get("until"), N: q.Get("n"), Types: splitValues(q["type"]), AllTypes: search.Types,
+		Asked: strings.TrimSpace(q.Get("q")) != ""}
 	if data.N == "" {
 		data.N = strconv.Itoa(defaultHits)
 	}
@@ -194,6 +199,12 @@ func (s *Server) pageSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sq, err := parseSearch(r)
+	// A page draws at most pageHits, n=0 (all) included: one more is
+	// asked for to know whether there are more.
+	capped := sq.opts.Limit == 0 || sq.opts.Limit > s.pageHits
+	if capped {
+		sq.opts.Limit = s.pageHits + 1
+	}
 	var res *search.Result
 	if err == nil {
 		res, err = s.search(r.Context(), sq)
@@ -203,6 +214,10 @@ func (s *Server) pageSearch(w http.ResponseWriter, r *http.Request) {
 		data.Err = err.Error()
 		s.executeStatus(w, r, httpStatus(report.ErrorCode(err), err), s.pages.search, data)
 		return
+	}
+	if capped && len(res.Hits) > s.pageHits {
+		res.Hits = res.Hits[:s.pageHits]
+		data.More = "/api/v1/search?" + r.URL.RawQuery
 	}
 	for _, h := range res.Hits {
 		data.Hits = append(data.Hits, hitLine{Hit: h, Parts: snippetParts(h)})

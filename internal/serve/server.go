@@ -64,12 +64,15 @@ type Server struct {
 	// timeouts are the server's read and write timeouts (tests shorten
 	// them).
 	timeouts struct{ read, write time.Duration }
+	// pageHits is the most hits the search page draws (tests lower it).
+	pageHits int
 }
 
 // New builds a server over c. Call Run (or use Handler and Close).
 func New(c Corpus, cfg Config) (*Server, error) {
 	s := &Server{corpus: c, cfg: cfg, mux: http.NewServeMux()}
 	s.timeouts.read, s.timeouts.write = 30*time.Second, 2*time.Minute
+	s.pageHits = maxPageRows
 	p, err := newPages()
 	if err != nil {
 		return nil, err
