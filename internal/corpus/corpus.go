@@ -103,6 +103,104 @@ func (c *Corpus) Children(ctx context.Context, parent string) ([]Record, error) 
 	return out, nil
 }
 
+// CountChildren is how many records Children would return, counted from
+// one streamed read of the headers (nothing is held).
+func (c *Corpus) CountChildren(ctx context.Context, parent string) (int, error) {
+	n := 0
+	err := c.headers.ChildrenOf(ctx, parent, func(h session.Header) error {
+		if _, live := c.live[h.ID]; !live && h.IsSubagent() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("list children of %s: %w", parent, err)
+	}
+	for _, id := range c.liveByParent[parent] {
+		if c.live[id].Header.IsSubagent() {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// ChildrenPages is Children a page at a time: fn gets about size records
+// at once, the pages in Children's order, so that a walk of a
+// 100,000-child parent holds one page of headers, not the parent. A page
+// ends only where createdAt changes — ids tied on createdAt are ordered by
+// localeCompare, which the store's byte order is not, so a run of ties is
+// held until the store has given all of it — and may therefore exceed size
+// by such a run. A header source that cannot resume (not a
+// backend.ChildrenPager) gives every child in one page.
+func (c *Corpus) ChildrenPages(ctx context.Context, parent string, size int, fn func([]Record) error) error {
+	pager, ok := c.headers.(backend.ChildrenPager)
+	if !ok {
+		recs, err := c.Children(ctx, parent)
+		if err != nil || len(recs) == 0 {
+			return err
+		}
+		return fn(recs)
+	}
+	live := make([]node, 0, len(c.liveByParent[parent]))
+	for _, id := range c.liveByParent[parent] {
+		live = append(live, node{Header: c.live[id].Header})
+	}
+	SortHeaders(live, func(n node) session.Header { return n.Header })
+	var held []node
+	// flush hands fn the held and live children created before bound
+	// (all of them when last).
+	flush := func(bound int64, last bool) error {
+		k := len(held)
+		if !last {
+			k = sort.Search(len(held), func(i int) bool { return held[i].Header.CreatedAt >= bound })
+		}
+		page := slices.Clone(held[:k])
+		held = append(held[:0], held[k:]...)
+		for len(live) > 0 && (last || live[0].Header.CreatedAt < bound) {
+			page = append(page, live[0])
+			live = live[1:]
+		}
+		SortHeaders(page, func(n node) session.Header { return n.Header })
+		recs := make([]Record, 0, len(page))
+		for _, n := range page {
+			if n.Header.IsSubagent() {
+				recs = append(recs, c.record(n, parent, 1))
+			}
+		}
+		if len(recs) == 0 {
+			return nil
+		}
+		if err := c.fillHasChildren(ctx, recs); err != nil {
+			return err
+		}
+		return fn(recs)
+	}
+	var after *backend.ChildKey
+	for {
+		n := 0
+		err := pager.ChildrenAfter(ctx, parent, after, size, func(h session.Header) error {
+			n++
+			after = &backend.ChildKey{CreatedAt: h.CreatedAt, ID: h.ID}
+			if _, isLive := c.live[h.ID]; !isLive {
+				// A live child is taken from the live records instead.
+				held = append(held, node{Header: h})
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("list children of %s: %w", parent, err)
+		}
+		if n < size {
+			return flush(0, true)
+		}
+		// The children sharing the page's last createdAt may go on in
+		// the next page: hold them back.
+		if err := flush(after.CreatedAt, false); err != nil {
+			return err
+		}
+	}
+}
+
 // Descendants walks the tree below root in iterative pre-order (a 10,000-deep
 // chain needs no recursion), through every session that has a parent:
 // ordinary sessions and one-shot children are walked through, but only

@@ -3,6 +3,7 @@ package corpus
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -127,6 +128,51 @@ func TestLiveRecordsWinTheirID(t *testing.T) {
 	}
 	if recs[0].Live != nil || recs[1].Live == nil {
 		t.Fatalf("live flags: %+v", recs)
+	}
+}
+
+// Children read a page at a time are the children read at once, at every
+// page size: live records replace their persisted ids and join their live
+// parent's pages in order, wherever the page boundaries and the runs of
+// tied createdAt fall.
+func TestChildrenPagesEqualChildren(t *testing.T) {
+	ctx := context.Background()
+	var hs []session.Header
+	for i, id := range []string{"b", "B", "9", "_x", "a", "10", "moved", "stays", "z", "Z", "é", "e"} {
+		hs = append(hs, header(id, "p", int64(10+i%4), true))
+	}
+	hs = append(hs, header("plain", "p", 11, false), header("grand", "B", 20, true))
+	live := liveMap{
+		"moved":      {Header: header("moved", "elsewhere", 11, true)},
+		"stays":      {Header: header("stays", "p", 30, true)},
+		"live-only":  {Header: header("live-only", "p", 12, true)},
+		"live-first": {Header: header("live-first", "p", 1, true)},
+	}
+	c, err := Load(ctx, NewHeaderIndex(hs), live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := c.Children(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for size := 1; size <= len(hs)+1; size++ {
+		var paged []Record
+		pages := 0
+		err := c.ChildrenPages(ctx, "p", size, func(recs []Record) error {
+			pages++
+			paged = append(paged, recs...)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(paged, whole) {
+			t.Fatalf("pages of %d: %v, want %v", size, ids(paged), ids(whole))
+		}
+		if size == 1 && pages < 4 {
+			t.Fatalf("pages of 1 gave %d pages: the walk did not page", pages)
+		}
 	}
 }
 

@@ -1,8 +1,11 @@
 package corpus
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
 )
 
@@ -29,6 +32,29 @@ func NewHeaderIndex(headers []session.Header) *HeaderIndex {
 // ChildrenOf calls fn for every header whose parentSession is parentID.
 func (ix *HeaderIndex) ChildrenOf(ctx context.Context, parentID string, fn func(session.Header) error) error {
 	for _, h := range ix.byParent[parentID] {
+		if err := fn(h); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// ChildrenAfter implements backend.ChildrenPager in (createdAt, id byte)
+// order, as the stores order a parent's children.
+func (ix *HeaderIndex) ChildrenAfter(ctx context.Context, parentID string, after *backend.ChildKey, limit int, fn func(session.Header) error) error {
+	key := func(h session.Header) backend.ChildKey { return backend.ChildKey{CreatedAt: h.CreatedAt, ID: h.ID} }
+	less := func(a, b backend.ChildKey) int {
+		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	}
+	kids := slices.SortedFunc(slices.Values(ix.byParent[parentID]), func(a, b session.Header) int { return less(key(a), key(b)) })
+	for _, h := range kids {
+		if limit == 0 {
+			break
+		}
+		if after != nil && less(key(h), *after) <= 0 {
+			continue
+		}
+		limit--
 		if err := fn(h); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -87,6 +88,45 @@ func TestEachLogReadOnce(t *testing.T) {
 			for id, n := range c.reads {
 				if n > 1 {
 					t.Errorf("%s %s: the log of %s was read %d times", profile, name, id, n)
+				}
+			}
+		}
+	}
+}
+
+// TestPagedAuditIsTheWholeAudit: auditing a parent's children a page at a
+// time (childrenPage) changes no report, no order and no count, wherever
+// the pages end — among tied createdAt too — under every profile, for the
+// default audit and --parent.
+func TestPagedAuditIsTheWholeAudit(t *testing.T) {
+	s := newStore(t)
+	damageCorpus(s)
+	tie := s.tick()
+	for _, id := range []string{"b", "B", "9", "_x", "a", "10"} {
+		h := s.childOf("parent", "tied-"+id)
+		h.CreatedAt = tie
+		s.create(h, withDescriptor(continuable(id)))
+	}
+	defer func(n int) { childrenPage = n }(childrenPage)
+	for _, profile := range dshcompat.All() {
+		for name, sel := range map[string]Selection{
+			"default":  {},
+			"children": {Parent: "parent", HasParent: true, Scope: corpus.ScopeChildren},
+		} {
+			opts := Options{Strict: true, Profile: profile, Select: sel}
+			childrenPage = 1 << 20
+			whole, wholeSum, err := s.audit(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, size := range []int{1, 2, 3, 5} {
+				childrenPage = size
+				paged, sum, err := s.audit(opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(paged, whole) || !reflect.DeepEqual(sum, wholeSum) {
+					t.Fatalf("%s %s, pages of %d: reports %q, want %q (summary %+v, want %+v)", profile, name, size, ids(paged), ids(whole), sum, wholeSum)
 				}
 			}
 		}

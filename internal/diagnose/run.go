@@ -377,6 +377,9 @@ func (a *auditor) merged(h session.Header) session.Header {
 // catalog order, and with every origin also the ordinary sessions among
 // them.
 func (a *auditor) runGroup(ctx context.Context, parent string, subagentOnly bool) error {
+	if subagentOnly {
+		return a.examineChildren(ctx, parent)
+	}
 	recs, err := a.corpus.Children(ctx, parent)
 	if err != nil {
 		return err
@@ -409,18 +412,16 @@ func (a *auditor) runParent(ctx context.Context, parent string, scope corpus.Sco
 	if !known && a.opts.Strict {
 		return unknownError(parent)
 	}
-	var recs []corpus.Record
-	if scope == corpus.ScopeDescendants {
-		recs, err = a.corpus.Descendants(ctx, parent)
-		// Pre-order keeps siblings in catalog order; grouping by parent
-		// then gives the audit's order.
-		slices.SortStableFunc(recs, func(x, y corpus.Record) int { return cmp.Compare(x.ParentID, y.ParentID) })
-	} else {
-		recs, err = a.corpus.Children(ctx, parent)
+	if scope == corpus.ScopeChildren {
+		return a.runChildren(ctx, parent, known)
 	}
+	recs, err := a.corpus.Descendants(ctx, parent)
 	if err != nil {
 		return err
 	}
+	// Pre-order keeps siblings in catalog order; grouping by parent then
+	// gives the audit's order.
+	slices.SortStableFunc(recs, func(x, y corpus.Record) int { return cmp.Compare(x.ParentID, y.ParentID) })
 	items := make([]item, 0, len(recs)+1)
 	if !known {
 		items = append(items, item{header: session.Header{ID: parent}, unknown: true})
@@ -429,19 +430,69 @@ func (a *auditor) runParent(ctx context.Context, parent string, scope corpus.Sco
 		items = append(items, item{header: recs[i].Header, rec: &recs[i]})
 	}
 	a.start(len(items))
-	// The parent is not examined, but its own catalog decides whether
-	// DSH 0.1.7+ lists any of these children: its damage is reported
-	// first (every parent below it is examined, and its audit reports
-	// its own).
-	if known {
-		if err := a.reportParentFacts(ctx, parent); err != nil {
-			return err
-		}
+	if err := a.reportParentOf(ctx, parent, known); err != nil {
+		return err
 	}
 	if err := a.examineAll(ctx, items, scope); err != nil {
 		return err
 	}
 	return a.reportMissing(ctx, parent)
+}
+
+// reportParentOf reports the facts of a known parent's own catalog before
+// its children: the parent is not examined, but that catalog decides
+// whether DSH 0.1.7+ lists any of them (every parent below it is examined,
+// and its audit reports its own).
+func (a *auditor) reportParentOf(ctx context.Context, parent string, known bool) error {
+	if !known {
+		return nil
+	}
+	return a.reportParentFacts(ctx, parent)
+}
+
+// runChildren examines parent's children a page at a time
+// (corpus.ChildrenPages), so the audit of a 100,000-child parent holds one
+// page of them.
+func (a *auditor) runChildren(ctx context.Context, parent string, known bool) error {
+	total := 0
+	if a.opts.Progress != nil {
+		n, err := a.corpus.CountChildren(ctx, parent)
+		if err != nil {
+			return err
+		}
+		total = n
+	}
+	if !known {
+		total++
+	}
+	a.start(total)
+	if !known {
+		if err := a.examineAll(ctx, []item{{header: session.Header{ID: parent}, unknown: true}}, corpus.ScopeChildren); err != nil {
+			return err
+		}
+	}
+	if err := a.reportParentOf(ctx, parent, known); err != nil {
+		return err
+	}
+	if err := a.examineChildren(ctx, parent); err != nil {
+		return err
+	}
+	return a.reportMissing(ctx, parent)
+}
+
+// childrenPage is how many children an audit reads and holds at once.
+var childrenPage = 4 * chunk
+
+// examineChildren examines parent's listing candidates in catalog order,
+// a page at a time.
+func (a *auditor) examineChildren(ctx context.Context, parent string) error {
+	return a.corpus.ChildrenPages(ctx, parent, childrenPage, func(recs []corpus.Record) error {
+		items := make([]item, len(recs))
+		for i := range recs {
+			items[i] = item{header: recs[i].Header, rec: &recs[i]}
+		}
+		return a.examineAll(ctx, items, corpus.ScopeChildren)
+	})
 }
 
 // reportMissing reports, after an audit of parent's children or

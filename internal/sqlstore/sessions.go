@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/session"
 	"github.com/dsh-project/dsh/internal/storedlog"
 )
@@ -43,6 +44,20 @@ func (c Core) ListHeaders(ctx context.Context, fn func(session.Header) error) er
 func (c Core) ChildrenOf(ctx context.Context, parentID string, fn func(session.Header) error) error {
 	return c.EachHeader(ctx, fn, "list children of "+parentID,
 		"SELECT "+HeaderColumns+" FROM sessions WHERE parent_session = ? ORDER BY created_at, id", parentID)
+}
+
+// ChildrenAfter implements backend.ChildrenPager: one range of the
+// sessions_by_parent index, resumed after the key, as ChildrenOf orders
+// it.
+func (c Core) ChildrenAfter(ctx context.Context, parentID string, after *backend.ChildKey, limit int, fn func(session.Header) error) error {
+	const query = "SELECT " + HeaderColumns + " FROM sessions WHERE parent_session = ?"
+	const order = " ORDER BY created_at, id LIMIT ?"
+	what := "list children of " + parentID
+	if after == nil {
+		return c.EachHeader(ctx, fn, what, query+order, parentID, limit)
+	}
+	return c.EachHeader(ctx, fn, what, query+" AND (created_at, id) > (?, ?)"+order,
+		parentID, after.CreatedAt, after.ID, limit)
 }
 
 // SubtreeOf calls fn for every session reachable from root by parent links,

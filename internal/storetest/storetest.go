@@ -868,6 +868,70 @@ func testChildrenOrder(t *testing.T, e *env) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("children in DSH order = %q, want %q", got, want)
 	}
+	testChildrenPages(t, e, c, "p")
+}
+
+// testChildrenPages: a parent's children walked a page at a time — the
+// store resumed after each page's last key (backend.ChildrenPager), the
+// corpus handing over only whole runs of tied createdAt — are the
+// children read at once, in the same order, at every page size.
+func testChildrenPages(t *testing.T, e *env, c *corpus.Corpus, parent string) {
+	t.Helper()
+	pager, ok := e.b.(backend.ChildrenPager)
+	if !ok {
+		t.Fatalf("%T does not resume a parent's children (backend.ChildrenPager)", e.b)
+	}
+	// An ordinary child and a grandchild: pages skip the one and carry
+	// the other's hasChildren.
+	ordinary := root("ordinary", 50)
+	ordinary.ParentSession = ptr(parent)
+	e.create(ordinary, nil)
+	e.create(child("grandchild", "B", 60), nil)
+	var all []string
+	err := e.b.ChildrenOf(e.ctx, parent, func(h session.Header) error {
+		all = append(all, h.ID)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := c.Children(e.ctx, parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for size := 1; size <= len(all)+1; size++ {
+		var walked []string
+		var after *backend.ChildKey
+		for {
+			n := 0
+			err := pager.ChildrenAfter(e.ctx, parent, after, size, func(h session.Header) error {
+				n++
+				walked = append(walked, h.ID)
+				after = &backend.ChildKey{CreatedAt: h.CreatedAt, ID: h.ID}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n < size {
+				break
+			}
+		}
+		if !reflect.DeepEqual(walked, all) {
+			t.Fatalf("ChildrenAfter pages of %d = %q, want ChildrenOf's %q", size, walked, all)
+		}
+		var paged []corpus.Record
+		err := c.ChildrenPages(e.ctx, parent, size, func(recs []corpus.Record) error {
+			paged = append(paged, recs...)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(paged, whole) {
+			t.Fatalf("ChildrenPages of %d = %+v, want Children's %+v", size, paged, whole)
+		}
+	}
 }
 
 func testHasChildren(t *testing.T, e *env) {
