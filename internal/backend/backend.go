@@ -34,24 +34,6 @@ type HeaderReader interface {
 	Header(ctx context.Context, id string) (session.Header, error)
 }
 
-// ChildrenPager is a ChildrenReader that can resume a parent's children
-// after a place in their order, so that a caller walking a 100,000-child
-// parent a page at a time holds one page, not the whole parent.
-type ChildrenPager interface {
-	// ChildrenAfter calls fn for at most limit sessions whose
-	// parentSession is parentID, in ChildrenOf's order (createdAt, then
-	// id as the store orders ids), beginning strictly after after (nil:
-	// at the first). An error from fn stops the walk and is returned as
-	// is.
-	ChildrenAfter(ctx context.Context, parentID string, after *ChildKey, limit int, fn func(session.Header) error) error
-}
-
-// ChildKey is a child's place in ChildrenOf's order.
-type ChildKey struct {
-	CreatedAt int64
-	ID        string
-}
-
 // ChildrenReader answers the two questions a subagent listing asks of the
 // persisted headers. It never reads an event log.
 type ChildrenReader interface {

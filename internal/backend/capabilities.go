@@ -30,6 +30,7 @@ import (
 // | TextReplacementReader | required | — |
 // | DescriptorReader | required | reading each log |
 // | SubtreeReader | optional | ChildrenOf walked from the root |
+// | ChildrenPager | optional | ChildrenOf |
 // | ChildListingReader | optional | ChildrenOf, SubagentParents, CheckpointsOf |
 // | SubtreeListingReader | optional | SubtreeOf, SubagentParents, CheckpointsOf |
 // | ColdChildListingReader | optional | ChildListing, InspectColdBatch |
@@ -47,6 +48,24 @@ import (
 //
 // RefusalRecorder, TextReplacementRecorder and SourceFormatWriter are part
 // of Writer: an import cannot do without them, and nothing asserts them.
+
+// ChildrenPager is a ChildrenReader that can resume a parent's children
+// after a place in their order, so that a caller walking a 100,000-child
+// parent a page at a time holds one page, not the whole parent.
+type ChildrenPager interface {
+	// ChildrenAfter calls fn for at most limit sessions whose
+	// parentSession is parentID, in ChildrenOf's order (createdAt, then
+	// id as the store orders ids), beginning strictly after after (nil:
+	// at the first). An error from fn stops the walk and is returned as
+	// is.
+	ChildrenAfter(ctx context.Context, parentID string, after *ChildKey, limit int, fn func(session.Header) error) error
+}
+
+// ChildKey is a child's place in ChildrenOf's order.
+type ChildKey struct {
+	CreatedAt int64
+	ID        string
+}
 
 // SubagentParentReader answers hasChildren for many sessions at once (part
 // of ChildrenReader; a consumer that takes only ChildrenOf and
@@ -285,6 +304,7 @@ var Capabilities = []Capability{
 	{Type: reflect.TypeFor[TextReplacementReader](), Required: true},
 	{Type: reflect.TypeFor[DescriptorReader](), Required: true},
 	{Type: reflect.TypeFor[SubtreeReader]()},
+	{Type: reflect.TypeFor[ChildrenPager]()},
 	{Type: reflect.TypeFor[ChildListingReader]()},
 	{Type: reflect.TypeFor[SubtreeListingReader]()},
 	{Type: reflect.TypeFor[ColdChildListingReader]()},
