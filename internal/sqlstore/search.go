@@ -15,6 +15,13 @@ import (
 // (reading every match's event before keeping the best took 1.6 times the
 // index's own time on a word most messages hold); the events are joined
 // for every match only when their type or time narrows the search.
+//
+// The index holds every stored row, and a log dsh has not verified (an
+// import's torn or invalid log, another program's write) may store rows
+// its reader cuts off: rows past a gap or an undecodable row. A hit in
+// such a log is kept only when its log, read as Audit reads it, holds
+// it; when that drops hits from a full page, the query runs again with a
+// larger limit, so the best n are exact.
 func (c Core) Search(ctx context.Context, req backend.SearchRequest, fn func(backend.SearchHit) error) error {
 	where := []string{c.d.SearchMatch, "x.seq >= coalesce(s.seed_length, 0)"}
 	args := []any{c.d.SearchQuery(req)}
@@ -45,37 +52,34 @@ func (c Core) Search(ctx context.Context, req backend.SearchRequest, fn func(bac
 		limit = " LIMIT ?"
 		args = append(args, req.Limit)
 	}
+	query := `
+		SELECT e.session_id, e.seq, e.time, e.type, e.data, b.verified
+		  FROM (SELECT x.session_id, x.seq, ` + c.d.SearchRank + ` AS score, s.verified
+		          FROM ` + c.d.SearchFrom + `
+		          JOIN sessions AS s ON s.id = x.session_id` + filtered + `
+		         WHERE ` + strings.Join(where, " AND ") + `
+		         ORDER BY score, x.session_id, x.seq` + limit + `) AS b
+		  JOIN events AS e ON e.session_id = b.session_id AND e.seq = b.seq
+		 ORDER BY b.score, b.session_id, b.seq`
 	var hits []backend.SearchHit
-	err := c.db.Read(ctx, func(q Tx) error {
-		hits = hits[:0]
-		rows, err := q.Query(ctx, `
-			SELECT e.session_id, e.seq, e.time, e.type, e.data
-			  FROM (SELECT x.session_id, x.seq, `+c.d.SearchRank+` AS score
-			          FROM `+c.d.SearchFrom+`
-			          JOIN sessions AS s ON s.id = x.session_id`+filtered+`
-			         WHERE `+strings.Join(where, " AND ")+`
-			         ORDER BY score, x.session_id, x.seq`+limit+`) AS b
-			  JOIN events AS e ON e.session_id = b.session_id AND e.seq = b.seq
-			 ORDER BY b.score, b.session_id, b.seq`, args...)
-		if err != nil {
+	for n := req.Limit; ; n *= 4 {
+		if req.Limit > 0 {
+			args[len(args)-1] = n
+		}
+		var rows int
+		err := c.db.Read(ctx, func(q Tx) (err error) {
+			hits, rows, err = c.searchPage(ctx, q, query, args)
 			return err
+		})
+		if err != nil {
+			return c.db.StoreError(err, "search the message text")
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var h backend.SearchHit
-			var data sql.NullString
-			if err := rows.Scan(&h.SessionID, &h.Seq, &h.Time, &h.Type, &data); err != nil {
-				return err
-			}
-			if data.Valid {
-				h.Data = []byte(data.String)
-			}
-			hits = append(hits, h)
+		if req.Limit == 0 || rows < n || len(hits) >= req.Limit {
+			break
 		}
-		return rows.Err()
-	})
-	if err != nil {
-		return c.db.StoreError(err, "search the message text")
+	}
+	if req.Limit > 0 && len(hits) > req.Limit {
+		hits = hits[:req.Limit]
 	}
 	for _, h := range hits {
 		if err := fn(h); err != nil {
@@ -83,6 +87,57 @@ func (c Core) Search(ctx context.Context, req backend.SearchRequest, fn func(bac
 		}
 	}
 	return nil
+}
+
+// searchPage runs one page of Search's query and keeps the hits their
+// logs hold; rows is how many the query returned.
+func (c Core) searchPage(ctx context.Context, q Tx, query string, args []any) (hits []backend.SearchHit, rows int, err error) {
+	unverified := map[string]bool{}
+	var kept []bool
+	err = each(ctx, q, query, args, func(r Rows) error {
+		var h backend.SearchHit
+		var data sql.NullString
+		var verified bool
+		if err := r.Scan(&h.SessionID, &h.Seq, &h.Time, &h.Type, &data, &verified); err != nil {
+			return err
+		}
+		if data.Valid {
+			h.Data = []byte(data.String)
+		}
+		hits = append(hits, h)
+		kept = append(kept, verified)
+		if !verified {
+			unverified[h.SessionID] = true
+		}
+		return nil
+	})
+	if err != nil || len(unverified) == 0 {
+		return hits, len(hits), err
+	}
+	// The seqs each unverified log holds as it reads (its valid prefix,
+	// or the events before an import's damage).
+	holds := map[string]map[int64]bool{}
+	for id := range unverified {
+		a, err := c.AuditOne(ctx, q, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		events := a.Events
+		if a.Damaged != nil {
+			events = a.Prefix
+		}
+		holds[id] = make(map[int64]bool, len(events))
+		for _, e := range events {
+			holds[id][e.Seq] = true
+		}
+	}
+	out := hits[:0]
+	for i, h := range hits {
+		if kept[i] || holds[h.SessionID][h.Seq] {
+			out = append(out, h)
+		}
+	}
+	return out, len(kept), nil
 }
 
 // DamagedLogs implements backend.SearchReader: the damage records beside

@@ -17,7 +17,9 @@
 // their witness, read-only opens write nothing, a cancelled context
 // stops every call, and the change signal (backend.ChangeNotifier) wakes a
 // read-only watcher for a commit in another connection or process, and
-// only then.
+// only then, and the search index (backend.SearchReader) answers what the
+// stored logs matched from scratch answer after every kind of write
+// (search.go).
 //
 // Each backend runs it from its own tests (sqlitepersist against a file in
 // a temporary directory; a server backend against a database it creates
@@ -113,6 +115,7 @@ func Run(t *testing.T, target Target) {
 		{"FastPathDescriptorsAt", testDescriptorsAtEqualsLog},
 		{"FastPathCatalogSessions", testCatalogSessionsCoverLogs},
 		{"FastPathUsageOf", testUsage},
+		{"SearchIndexExact", testSearch},
 		{"FastPathResolvedRows", testResolvedRowsEqualLadder},
 	}
 	for _, c := range cases {
