@@ -35,6 +35,19 @@
 //	    every session.jsonl under DIR parsed line by line and its header and
 //	    events inserted into NEWDB (an empty dsh store) in large
 //	    transactions, one prepared statement per table.
+//	benchfloor search --db DB [--limit N] QUERY
+//	    dsh search QUERY -n N on a store: the same index asked for every
+//	    match's score, the fork cut applied by the sessions' seed length,
+//	    the best N kept in dsh's order (score, session, seq) and only their
+//	    events read; prints each hit's session, seq, time, type and stored
+//	    data (no snippet).
+//	benchfloor index-size DB
+//	    prints the store's events, the events its search index holds and
+//	    the bytes the index takes (SQLite: dbstat pages of its tables and
+//	    indexes; PostgreSQL: pg_total_relation_size), tab-separated.
+//	benchfloor drop-index DB
+//	    drops the triggers on events that keep the search index: an import
+//	    into that store then costs what it would without the index.
 //
 // --db may name a PostgreSQL database (postgres://…): list, cold, diagnose
 // and import then run the same queries through pgx (diagnose reads each log
@@ -70,7 +83,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchfloor list|cold|bare-load|bare|diagnose|import|measure|createdb|dropdb|size|headers [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchfloor list|cold|bare-load|bare|diagnose|import|search|measure|createdb|dropdb|size|index-size|drop-index|headers [flags]")
 		os.Exit(2)
 	}
 	cmd, args := os.Args[1], os.Args[2:]
@@ -78,7 +91,7 @@ func main() {
 	switch cmd {
 	case "measure":
 		os.Exit(measure(args))
-	case "createdb", "dropdb", "size", "server":
+	case "createdb", "dropdb", "size", "server", "index-size", "drop-index":
 		if err := admin(ctx, cmd, args); err != nil {
 			fmt.Fprintln(os.Stderr, "benchfloor:", err)
 			os.Exit(1)
@@ -90,6 +103,7 @@ func main() {
 	barePath := fl.String("bare", "", "bare table database")
 	parent := fl.String("parent", "bench-parent", "parent session")
 	scope := fl.String("scope", "children", "children or descendants")
+	limit := fl.Int("limit", 20, "search: the most hits")
 	fl.Parse(args)
 	out := bufio.NewWriterSize(os.Stdout, 1<<16)
 	open := func(path string, readOnly bool) *sql.DB {
@@ -104,6 +118,10 @@ func main() {
 	switch {
 	case cmd == "headers":
 		err = floor.Headers(ctx, fl.Arg(0), *parent, out)
+	case cmd == "search" && floor.IsPG(*dbPath):
+		err = pgSearch(ctx, *dbPath, fl.Arg(0), *limit, out)
+	case cmd == "search":
+		err = floor.Search(ctx, open(*dbPath, true), fl.Arg(0), *limit, out)
 	case floor.IsPG(*dbPath):
 		err = pgFloor(ctx, cmd, *dbPath, *parent, *scope == "descendants", fl.Arg(0), out)
 	default:
@@ -136,6 +154,15 @@ func sqliteFloor(ctx context.Context, cmd string, open func(string, bool) *sql.D
 	return fmt.Errorf("unknown case %q", cmd)
 }
 
+func pgSearch(ctx context.Context, dbURL, query string, limit int, out io.Writer) error {
+	conn, err := floor.OpenPG(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	return floor.PGSearch(ctx, conn, query, limit, out)
+}
+
 func pgFloor(ctx context.Context, cmd, dbURL, parent string, descendants bool, dir string, out io.Writer) error {
 	conn, err := floor.OpenPG(ctx, dbURL)
 	if err != nil {
@@ -155,9 +182,39 @@ func pgFloor(ctx context.Context, cmd, dbURL, parent string, descendants bool, d
 	return fmt.Errorf("no PostgreSQL floor for case %q", cmd)
 }
 
-// admin runs createdb, dropdb and size.
+// admin runs createdb, dropdb, size, server, index-size and drop-index.
 func admin(ctx context.Context, cmd string, args []string) error {
 	switch {
+	case (cmd == "index-size" || cmd == "drop-index") && len(args) == 1 && floor.IsPG(args[0]):
+		conn, err := floor.OpenPG(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		if cmd == "drop-index" {
+			return floor.PGDropIndexTriggers(ctx, conn)
+		}
+		events, indexed, n, err := floor.PGIndexSize(ctx, conn)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%d\t%d\t%d\n", events, indexed, n)
+		return nil
+	case (cmd == "index-size" || cmd == "drop-index") && len(args) == 1:
+		db, err := floor.Open(args[0], cmd == "index-size")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		if cmd == "drop-index" {
+			return floor.DropIndexTriggers(ctx, db)
+		}
+		events, indexed, n, err := floor.IndexSize(ctx, db)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%d\t%d\t%d\n", events, indexed, n)
+		return nil
 	case cmd == "size" && len(args) == 1 && floor.IsPG(args[0]):
 		conn, err := floor.OpenPG(ctx, args[0])
 		if err != nil {
@@ -204,5 +261,5 @@ func admin(ctx context.Context, cmd string, args []string) error {
 	case cmd == "dropdb" && len(args) == 2:
 		return floor.DropPG(ctx, args[0], args[1])
 	}
-	return fmt.Errorf("usage: benchfloor createdb|dropdb ADMIN NAME, benchfloor size DB, benchfloor server ADMIN")
+	return fmt.Errorf("usage: benchfloor createdb|dropdb ADMIN NAME, benchfloor size|index-size|drop-index DB, benchfloor server ADMIN")
 }

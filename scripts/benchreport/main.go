@@ -49,27 +49,47 @@ type measurement struct {
 type results struct {
 	corpora []corpus
 	byCase  map[corpus]map[string]measurement
+	// index is the search cases' stores (scripts/bench --search): per
+	// store its name, events, indexed events, the index's bytes, the
+	// store's bytes and one more field (the query; for an import, the
+	// bytes of the same store imported without the index).
+	index [][]string
 }
 
 func (r *results) get(c corpus, name string) measurement { return r.byCase[c][name] }
 
 func main() {
-	var resultsPath, factsPath, mdPath, svgPath string
+	var resultsPath, factsPath, searchPath, mdPath, svgPath string
 	flag.StringVar(&resultsPath, "results", "", "measurements (TSV written by scripts/bench)")
+	flag.StringVar(&searchPath, "search", "", "the search cases' index sizes (TSV written by scripts/bench; optional)")
 	flag.StringVar(&factsPath, "facts", "", "machine facts (TSV of name, value)")
 	flag.StringVar(&mdPath, "md", "docs/benchmarks.md", "Markdown report to write")
 	flag.StringVar(&svgPath, "svg", "docs/benchmarks-listing.svg", "plot to write")
 	flag.Parse()
-	if err := run(resultsPath, factsPath, mdPath, svgPath); err != nil {
+	if err := run(resultsPath, factsPath, searchPath, mdPath, svgPath); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
 }
 
-func run(resultsPath, factsPath, mdPath, svgPath string) error {
+func run(resultsPath, factsPath, searchPath, mdPath, svgPath string) error {
 	res, err := readResults(resultsPath)
 	if err != nil {
 		return err
+	}
+	if searchPath != "" {
+		index, err := readTSV(searchPath)
+		if err != nil {
+			return err
+		}
+		for i, rec := range index {
+			if i > 0 && len(rec) != 6 {
+				return fmt.Errorf("%s line %d: %d fields, want 6", searchPath, i+1, len(rec))
+			}
+		}
+		if len(index) > 0 {
+			res.index = index[1:] // without the column names
+		}
 	}
 	facts, err := readTSV(factsPath)
 	if err != nil {
@@ -91,6 +111,9 @@ func run(resultsPath, factsPath, mdPath, svgPath string) error {
 		return err
 	}); err != nil {
 		return err
+	}
+	if len(listingSeries(res)) == 0 {
+		return nil // a run of --search or --inplace alone: no plot to draw
 	}
 	return writeFile(svgPath, func(w io.Writer) error { return writeSVG(w, res) })
 }
@@ -233,7 +256,14 @@ var cases = []struct{ name, what string }{
 	{"pg-diagnose", "diagnose on PostgreSQL; floor `benchfloor diagnose` through pgx, each child's log read by a lateral join"},
 	{"in-place", "`dsh list --source jsonl:DIR --parent P -o json` of the whole corpus exported as DSH's JSONL tree and read in place (`scripts/bench --inplace N`); floor `benchfloor headers`: the header line of every session file and nothing else of it, P's children's ids printed in listing order (\"same bytes\": the same ids)"},
 	{"pg-import", "import into a fresh PostgreSQL database; floor `benchfloor import` through pgx: each 1,000 sessions' headers and events sent by COPY in one transaction"},
+	{"search", "`dsh search QUERY -o jsonl` (the best 20 hits, snippets made) over the whole `--search N` corpus, warm (rows = hits); floor `benchfloor search`: the same FTS5 index asked directly, every match's `rank`, the fork cut by the sessions' seed length, the best 20 by rank, session and seq, only their events read, printed as stored (no snippet); \"same bytes\": the same hits in the same order"},
+	{"search-import", "`dsh import` of the whole search corpus exported as DSH JSONL into a fresh store (rows = sessions); in place of a floor, the same `dsh import` into a fresh store whose index-keeping triggers were dropped (`benchfloor drop-index`): the ratio is what keeping the index costs an import"},
+	{"pg-search", "search on PostgreSQL; floor `benchfloor search` through pgx: the same tsquery on the same GIN index, `ts_rank_cd` descending"},
+	{"pg-search-import", "search-import into fresh PostgreSQL databases, with and without the index's triggers"},
 }
+
+// searchCases are the search section's rows.
+var searchCases = []string{"search", "pg-search", "search-import", "pg-search-import"}
 
 // sqliteCases and pgCases are the columns of the ratio tables, by backend.
 var (
@@ -306,6 +336,9 @@ sessions up to the store size.
 	if res.hasPG() {
 		writeBackends(w, res)
 	}
+	if len(res.index) > 0 {
+		writeSearch(w, res)
+	}
 	fmt.Fprint(w, "## Every case, with peak RSS\n\n"+
 		"| children | events | store sessions | case | rows | pairs | dsh ms | floor ms | dsh CPU ms | floor CPU ms | dsh RSS MiB | floor RSS MiB | same bytes | dsh events/s (wall, CPU) |\n"+
 		"|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n")
@@ -339,6 +372,50 @@ sessions up to the store size.
 		}
 	}
 	return nil
+}
+
+// writeSearch is the search cases (scripts/bench --search): their ratios
+// and what the index costs a store.
+func writeSearch(w io.Writer, res *results) {
+	fmt.Fprint(w, "## dsh search (issue 26)\n\n"+
+		"| children | events | case | dsh ms | floor ms | dsh / floor, wall | dsh / floor, CPU | same hits |\n"+
+		"|---:|---:|---|---:|---:|---:|---:|---|\n")
+	for _, c := range res.corpora {
+		for _, name := range searchCases {
+			m := res.get(c, name)
+			if !m.present {
+				continue
+			}
+			same := m.same
+			if same == "-" {
+				same = "–"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %.1f | %.1f | %s | %s | %s |\n", group(c.children), group(c.events), name,
+				m.ms, m.floorMS, ratioCell(m), cpuCell(m), same)
+		}
+	}
+	fmt.Fprint(w, "\n| store | events | indexed events | index bytes | index bytes / event | index bytes / indexed event | store bytes | |\n"+
+		"|---|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, rec := range res.index {
+		events, _ := strconv.ParseFloat(rec[1], 64)
+		indexed, _ := strconv.ParseFloat(rec[2], 64)
+		bytes, _ := strconv.ParseFloat(rec[3], 64)
+		store, _ := strconv.ParseFloat(rec[4], 64)
+		per := func(n float64) string {
+			if n == 0 {
+				return "–"
+			}
+			return fmt.Sprintf("%.0f", bytes/n)
+		}
+		extra := "query `" + rec[5] + "`"
+		if strings.HasSuffix(rec[0], " import") {
+			without, _ := strconv.Atoi(rec[5])
+			extra = "imported without the index: " + group(without) + " bytes"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", rec[0], group(int(events)), group(int(indexed)),
+			group(int(bytes)), per(events), per(indexed), group(int(store)), extra)
+	}
+	fmt.Fprintln(w)
 }
 
 // writeBackends sets dsh's own times on PostgreSQL beside its times on

@@ -68,3 +68,55 @@ func TestPostgresTables(t *testing.T) {
 		t.Errorf("a SQLite-only report mentions PostgreSQL:\n%s", without)
 	}
 }
+
+// A --search run gets its own section (the search cases' ratios and what
+// the index costs per event), and no listing table or plot row of its
+// corpus; a run without one has no such section.
+func TestSearchSection(t *testing.T) {
+	dir := t.TempDir()
+	results := filepath.Join(dir, "results.tsv")
+	head := "children\tevents\tsessions\tcase\truns\tdsh_ms\tfloor_ms\tdsh_rss_kib\tfloor_rss_kib\tratio_min\tratio_median\tratio_max\tdsh_cpu_ms\tfloor_cpu_ms\tcpu_ratio_min\tcpu_ratio_median\tcpu_ratio_max\trows\tsame\tevents\n"
+	rows := "20000\t50\t20001\tsearch\t5\t600.0\t550.0\t100\t100\t1.0\t1.09\t1.2\t500.0\t480.0\t1.0\t1.04\t1.1\t20\tyes\t0\n" +
+		"20000\t50\t20001\tsearch-import\t1\t60000.0\t20000.0\t100\t100\t3.0\t3.0\t3.0\t50000.0\t20000.0\t2.5\t2.5\t2.5\t20001\t-\t1000000\n"
+	facts := filepath.Join(dir, "search.tsv")
+	if err := os.WriteFile(results, []byte(head+rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(facts, []byte("store\tevents\tmessages\tindex_bytes\tstore_bytes\textra\n"+
+		"SQLite\t1000000\t330000\t64000000\t380000000\tladder\n"+
+		"SQLite import\t1000000\t330000\t63000000\t370000000\t310000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	md, svg := filepath.Join(dir, "b.md"), filepath.Join(dir, "b.svg")
+	if err := run(results, "/dev/null", facts, md, svg); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(b)
+	for _, want := range []string{
+		"## dsh search (issue 26)",
+		"| 20,000 | 50 | search | 600.0 | 550.0 | 1.09× (1.00–1.20) | 1.04× (1.00–1.10) | yes |",
+		"| 20,000 | 50 | search-import | 60000.0 | 20000.0 | 3.00× (3.00–3.00) | 2.50× (2.50–2.50) | – |",
+		"| SQLite | 1,000,000 | 330,000 | 64,000,000 | 64 | 194 | 380,000,000 | query `ladder` |",
+		"| SQLite import | 1,000,000 | 330,000 | 63,000,000 | 63 | 191 | 370,000,000 | imported without the index: 310,000,000 bytes |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "| 20,000 | 50 | 20,001 | –") {
+		t.Errorf("the search corpus has a row in the listing tables:\n%s", got)
+	}
+	if _, err := os.Stat(svg); err == nil {
+		t.Errorf("a run without a listing wrote a plot")
+	}
+	if err := run(results, "/dev/null", "", md, svg); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(md); strings.Contains(string(b), "## dsh search") {
+		t.Errorf("a report without search sizes has a search section")
+	}
+}

@@ -3,16 +3,19 @@ package floor_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/dsh-project/dsh/internal/backend"
 	"github.com/dsh-project/dsh/internal/corpus"
 	"github.com/dsh-project/dsh/internal/gencorpus"
 	"github.com/dsh-project/dsh/internal/pgstore"
 	"github.com/dsh-project/dsh/internal/pgtest"
 	"github.com/dsh-project/dsh/internal/render"
+	"github.com/dsh-project/dsh/internal/search"
 	"github.com/dsh-project/dsh/internal/sqlitepersist"
 	"github.com/dsh-project/dsh/internal/subagent"
 	"github.com/dsh-project/dsh/scripts/benchfloor/floor"
@@ -165,5 +168,78 @@ func TestPGFloorsPrintDSHBytes(t *testing.T) {
 	}
 	if l, p := sorted(liteCounts), sorted(pgCounts); l != p || strings.Count(l, "\n") != spec.Children-1 {
 		t.Errorf("diagnose floors count differently:\nSQLite:\n%s\nPostgreSQL:\n%s", l, p)
+	}
+}
+
+// The search floor finds dsh search's hits, in dsh's order, on SQLite and
+// PostgreSQL (forks' inherited prefixes, which the index holds, cut off by
+// both).
+func TestSearchFloorFindsDSHHits(t *testing.T) {
+	ctx := context.Background()
+	spec := gencorpus.Spec{Children: 200, Sessions: 201, MinEvents: 10, MaxEvents: 30, Seed: 3}
+	lite, err := sqlitepersist.Open(ctx, filepath.Join(t.TempDir(), "floor.db"), sqlitepersist.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lite.Close()
+	if _, err := gencorpus.Generate(ctx, lite, spec); err != nil {
+		t.Fatal(err)
+	}
+	db, err := floor.Open(lite.Path(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	dbURL := pgtest.NewDatabase(t)
+	pg, err := pgstore.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	if _, err := gencorpus.Generate(ctx, pg, spec); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := floor.OpenPG(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, query := range []string{`ladder OR "cache turn"`, `"fork seed"`, "rung*"} {
+		for _, limit := range []int{20, 100000} {
+			q, err := search.Parse(query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				name  string
+				st    backend.Reader
+				floor func(*bytes.Buffer) error
+			}{
+				{"SQLite", lite, func(b *bytes.Buffer) error { return floor.Search(ctx, db, query, limit, b) }},
+				{"PostgreSQL", pg, func(b *bytes.Buffer) error { return floor.PGSearch(ctx, conn, query, limit, b) }},
+			} {
+				res, err := search.Run(ctx, c.st, q, search.Options{Limit: limit})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []string
+				for _, h := range res.Hits {
+					want = append(want, fmt.Sprintf("%s\t%d", h.SessionID, h.Seq))
+				}
+				var out bytes.Buffer
+				if err := c.floor(&out); err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, line := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+					if f := strings.SplitN(line, "\t", 3); len(f) == 3 {
+						got = append(got, f[0]+"\t"+f[1])
+					}
+				}
+				if len(want) == 0 || !slices.Equal(got, want) {
+					t.Errorf("%s %q -n %d: the floor finds %d hits, dsh %d (or their order differs)", c.name, query, limit, len(got), len(want))
+				}
+			}
+		}
 	}
 }
