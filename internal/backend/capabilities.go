@@ -45,6 +45,8 @@ import (
 // | UsageReader | optional | AsFoundReader's logs summed by package usage |
 // | AsFoundReader | optional (foreign corpora only) | — (a store keeps UsageReader's totals) |
 // | SearchReader | optional | AsFoundReader's logs matched by package search |
+// | HeaderBatchReader | optional | Header per id |
+// | PipelinedUpdater | optional | Transactor.Update |
 //
 // RefusalRecorder, TextReplacementRecorder and SourceFormatWriter are part
 // of Writer: an import cannot do without them, and nothing asserts them.
@@ -321,4 +323,26 @@ var Capabilities = []Capability{
 	{Type: reflect.TypeFor[ResolvedRowWriter]()},
 	{Type: reflect.TypeFor[AsFoundReader](), ForeignOnly: true},
 	{Type: reflect.TypeFor[SearchReader]()},
+	{Type: reflect.TypeFor[HeaderBatchReader]()},
+	{Type: reflect.TypeFor[PipelinedUpdater]()},
+}
+
+// HeaderBatchReader reads many sessions' headers in one query: what an
+// import asks of a batch of sessions before it writes them.
+type HeaderBatchReader interface {
+	// HeadersOf returns the stored headers of those of ids the store
+	// holds, by id.
+	HeadersOf(ctx context.Context, ids []string) (map[string]session.Header, error)
+}
+
+// PipelinedUpdater is a store whose write transaction can hold back the
+// writes whose results nobody waits for and send them together (a
+// client–server store saves a round trip per statement; PostgreSQL's
+// pipeline).
+type PipelinedUpdater interface {
+	// UpdatePipelined is Transactor.Update, except that a held-back write
+	// that fails fails the whole transaction, even inside a nested Update
+	// (a savepoint), which cannot undo it: use it where any failure of
+	// the store ends the transaction, as an import's batch does.
+	UpdatePipelined(ctx context.Context, fn func(tx Store) error) error
 }

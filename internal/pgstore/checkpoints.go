@@ -12,11 +12,12 @@ import (
 // deletes them.
 
 // PutCheckpoint implements backend.CheckpointWriter: the record is
-// replaced whole, stamped with the server's clock.
+// replaced whole, stamped with the server's clock (held back in a
+// pipelined transaction).
 func (s *Store) PutCheckpoint(ctx context.Context, rec backend.CheckpointRecord) error {
 	w := rec.Witness
 	args := append(sqlstore.HeaderArgs(w), rec.AsOfSeq, string(rec.Rows), w.SeedLength != nil)
-	_, err := s.q().Exec(ctx, `INSERT INTO projection_checkpoints (`+sqlstore.CheckpointColumns+`, is_seeded, written_at)
+	err := execLater(ctx, s.q(), nil, `INSERT INTO projection_checkpoints (`+sqlstore.CheckpointColumns+`, is_seeded, written_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, `+serverMillis+`)
 		ON CONFLICT (session_id) DO UPDATE SET version = EXCLUDED.version, created_at = EXCLUDED.created_at,
 			cwd = EXCLUDED.cwd, parent_session = EXCLUDED.parent_session, seed_length = EXCLUDED.seed_length,

@@ -36,8 +36,7 @@ func usageLog(n int) []session.Event {
 	return b.list
 }
 
-// copyCorpus writes a JSONL corpus whose logs each go through COPY on
-// import: clean, torn, damaged inside the committed region, one turn
+// copyCorpus writes a JSONL corpus of the logs an import writes: clean, torn, damaged inside the committed region, one turn
 // long, and half a log (which a later import appends to).
 func copyCorpus(t *testing.T, dir string, long []session.Event) map[string]string {
 	t.Helper()
@@ -124,16 +123,34 @@ func importInto(t *testing.T, ctx context.Context, st backend.Backend, dir strin
 	return sum, out
 }
 
-// An import into PostgreSQL writes each log by COPY, and stores, judges and
-// re-imports exactly what SQLite's row-by-row statements do: torn tails,
-// damage inside the committed region, token totals (COPY fires the usage
-// and unverification triggers), an idempotent second import, a conflict and
-// an append.
+// An import into PostgreSQL writes each log of copyMinEvents events or more
+// by COPY and each shorter one by an INSERT held back in the batch's
+// pipeline, and either way stores, judges and re-imports exactly what
+// SQLite's row-by-row statements do: torn tails, damage inside the
+// committed region, token totals (COPY and the INSERT fire the usage and
+// unverification triggers), an idempotent second import, a conflict and an
+// append.
 func TestImportByCopyMatchesSQLite(t *testing.T) {
+	for _, turns := range []int{8, copyMinEvents/6 + 40} {
+		t.Run(fmt.Sprintf("%d events", 6*turns), func(t *testing.T) { testImportMatchesSQLite(t, turns) })
+	}
+}
+
+func testImportMatchesSQLite(t *testing.T, turns int) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	long := usageLog(8)
+	long := usageLog(turns)
 	paths := copyCorpus(t, dir, long)
+	// The stored logs' lengths (copyCorpus): p, c-clean, c-torn,
+	// c-damaged's prefix, c-short, c-grows.
+	var copied, inserted int
+	for _, n := range []int{6, len(long), len(long), 20, 6, len(long) / 2} {
+		if n >= copyMinEvents {
+			copied++
+		} else {
+			inserted++
+		}
+	}
 	ids := []string{"p", "c-clean", "c-torn", "c-damaged", "c-short", "c-grows"}
 
 	lite, err := sqlitepersist.Open(ctx, filepath.Join(t.TempDir(), "dsh.db"), sqlitepersist.Options{})
@@ -164,11 +181,11 @@ func TestImportByCopyMatchesSQLite(t *testing.T) {
 	if pgSum.Imported != len(ids) || pgSum.Events != liteSum.Events {
 		t.Fatalf("first import: %+v, sqlite %+v", pgSum, liteSum)
 	}
-	if copies := strings.Count(statements.String(), `COPY \"events\"`); copies != len(ids) {
-		t.Errorf("first import ran %d COPY statements, want one per log (%d):\n%s", copies, len(ids), statements.String())
+	if copies := strings.Count(statements.String(), `COPY \"events\"`); copies != copied {
+		t.Errorf("first import ran %d COPY statements, want one per log of %d events or more (%d):\n%s", copies, copyMinEvents, copied, statements.String())
 	}
-	if strings.Contains(statements.String(), "INSERT INTO events") {
-		t.Errorf("first import inserted events without COPY:\n%s", statements.String())
+	if inserts := strings.Count(statements.String(), `kind=batch sql="INSERT INTO events`); inserts != inserted {
+		t.Errorf("first import held back %d INSERTs of events, want one per shorter log (%d):\n%s", inserts, inserted, statements.String())
 	}
 	byID := map[string]transfer.Result{}
 	for _, r := range pgSum.Results {
@@ -187,8 +204,8 @@ func TestImportByCopyMatchesSQLite(t *testing.T) {
 	if err := pg.UsageOf(ctx, []string{"c-clean"}, func(u backend.SessionUsage) error { usage = append(usage, u); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(usage) != 1 || len(usage[0].Models) != 1 || usage[0].Models[0].Messages != 8 {
-		t.Errorf("c-clean's token totals after COPY: %+v", usage)
+	if len(usage) != 1 || len(usage[0].Models) != 1 || usage[0].Models[0].Messages != int64(turns) {
+		t.Errorf("c-clean's token totals after the import: %+v", usage)
 	}
 
 	// A second import of the same corpus writes nothing on either store.

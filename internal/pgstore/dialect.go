@@ -45,6 +45,19 @@ func insertEvents(ctx context.Context, q sqlstore.Tx, id string, events []sessio
 	if len(events) == 0 {
 		return nil
 	}
+	if _, err := q.Exec(ctx, insertEventsSQL, eventArrays(id, events)...); err != nil {
+		return fmt.Errorf("insert %d events of session %q: %w", len(events), id, err)
+	}
+	return nil
+}
+
+const insertEventsSQL = `INSERT INTO events
+	(session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable, unknown_keys)
+	SELECT ?, * FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::boolean[], ?::text[])`
+
+// eventArrays are insertEventsSQL's arguments: id, then each column of
+// events as an array.
+func eventArrays(id string, events []session.Event) []any {
 	n := len(events)
 	var (
 		seqs, times                      = make([]int64, n), make([]int64, n)
@@ -58,15 +71,15 @@ func insertEvents(ctx context.Context, q sqlstore.Tx, id string, events []sessio
 		data[i], sources[i], surfaces[i], unknown[i] = r.Data, r.SourceEventSeqs, r.SurfaceOp, r.UnknownKeys
 		ignorable[i] = r.Ignorable == 1
 	}
-	_, err := q.Exec(ctx, `INSERT INTO events
-		(session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable, unknown_keys)
-		SELECT ?, * FROM unnest(?::bigint[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[], ?::boolean[], ?::text[])`,
-		id, seqs, types, times, data, sources, surfaces, ignorable, unknown)
-	if err != nil {
-		return fmt.Errorf("insert %d events of session %q: %w", n, id, err)
-	}
-	return nil
+	return []any{id, seqs, types, times, data, sources, surfaces, ignorable, unknown}
 }
+
+// copyMinEvents is the shortest log a pipelined import writes by COPY: a
+// COPY cannot join a pipeline, so it costs the pipeline's send and its own
+// two round trips, which a long log's cheaper rows repay and a short one's
+// do not (a short log's rows go as insertEventsSQL, held back with the
+// session's other statements).
+const copyMinEvents = 2000
 
 // copyEvents writes an imported log's events as rows of session id,
 // exactly as given, by COPY: the server's bulk path, which writes rows in
@@ -76,12 +89,20 @@ func insertEvents(ctx context.Context, q sqlstore.Tx, id string, events []sessio
 // is one statement of the caller's transaction: a failure rolls back to
 // the session's savepoint like any other, and the statement-level triggers
 // (unverification, token usage, change notification) fire once, on all
-// the rows, as they do for insertEvents.
+// the rows, as they do for insertEvents. In a pipelined transaction a log
+// shorter than copyMinEvents is held back as one insertEventsSQL instead.
 func copyEvents(ctx context.Context, q sqlstore.Tx, id string, events []session.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	if _, err := q.(pgTx).q.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumnNames, &eventRows{id: id, events: events}); err != nil {
+	pq := q.(pgTx).q
+	if p, ok := pq.(*pipeline); ok && len(events) < copyMinEvents {
+		if err := p.later(ctx, nil, rebind(insertEventsSQL), eventArrays(id, events)...); err != nil {
+			return fmt.Errorf("insert %d events of session %q: %w", len(events), id, err)
+		}
+		return nil
+	}
+	if _, err := pq.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumnNames, &eventRows{id: id, events: events}); err != nil {
 		return fmt.Errorf("copy %d events of session %q: %w", len(events), id, err)
 	}
 	return nil
@@ -165,11 +186,11 @@ type sharedDB struct{ s *Store }
 func (d sharedDB) Q() sqlstore.Tx { return pgTx{d.s.q()} }
 
 func (d sharedDB) Read(ctx context.Context, fn func(sqlstore.Tx) error) error {
-	return d.s.view(ctx, func(view *Store) error { return fn(pgTx{view.tx}) })
+	return d.s.view(ctx, func(view *Store) error { return fn(pgTx{view.q()}) })
 }
 
 func (d sharedDB) Write(ctx context.Context, fn func(sqlstore.Tx) error) error {
-	return d.s.update(ctx, func(view *Store) error { return fn(pgTx{view.tx}) })
+	return d.s.update(ctx, func(view *Store) error { return fn(pgTx{view.q()}) })
 }
 
 // OneCursor: a view's transaction is one connection, which cannot run
@@ -191,6 +212,12 @@ func (t pgTx) Exec(ctx context.Context, query string, args ...any) (int64, error
 		return 0, err
 	}
 	return tag.RowsAffected(), nil
+}
+
+// ExecLater implements sqlstore.LaterTx: held back in a pipelined
+// transaction, run now otherwise.
+func (t pgTx) ExecLater(ctx context.Context, check func(rows int64) error, query string, args ...any) error {
+	return execLater(ctx, t.q, check, rebind(query), args...)
 }
 
 func (t pgTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {

@@ -38,7 +38,6 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
-	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // Store is an open PostgreSQL session store. The Store returned by Open or
@@ -58,6 +57,9 @@ type Store struct {
 	// tx is set on a view: every method of the view runs inside it.
 	tx         pgx.Tx
 	txWritable bool
+	// pipe is set on a pipelined write view (UpdatePipelined): the
+	// view's statements go through it.
+	pipe *pipeline
 	// savepoints numbers nested Update calls on a view.
 	savepoints int
 }
@@ -228,8 +230,12 @@ func (s *Store) Path() string { return s.name }
 // ReadOnly reports whether the store was opened with OpenReadOnly.
 func (s *Store) ReadOnly() bool { return s.readOnly }
 
-// q is the handle queries run on: the view's transaction, or the pool.
+// q is the handle queries run on: the view's pipeline or transaction, or
+// the pool.
 func (s *Store) q() querier {
+	if s.pipe != nil {
+		return s.pipe
+	}
 	if s.tx != nil {
 		return s.tx
 	}
@@ -264,6 +270,12 @@ func (s *Store) view(ctx context.Context, fn func(view *Store) error) error {
 // row), so concurrent writers from other machines serialize where they
 // conflict. Inside an Update view it nests through a savepoint.
 func (s *Store) update(ctx context.Context, fn func(tx *Store) error) error {
+	return s.write(ctx, false, fn)
+}
+
+// write is update, pipelined (see pipeline) when pipelined is set and no
+// transaction is open yet; a nested write keeps its view's way.
+func (s *Store) write(ctx context.Context, pipelined bool, fn func(tx *Store) error) error {
 	if s.readOnly {
 		return dsherr.New(dsherr.StoreUnavailable, "store %s is open read-only", s.name)
 	}
@@ -274,17 +286,22 @@ func (s *Store) update(ctx context.Context, fn func(tx *Store) error) error {
 		s.savepoints++
 		sp := fmt.Sprintf("dsh_write_%d", s.savepoints)
 		defer func() { s.savepoints-- }()
-		if _, err := s.tx.Exec(ctx, "SAVEPOINT "+sp); err != nil {
+		if err := execLater(ctx, s.q(), nil, "SAVEPOINT "+sp); err != nil {
 			return s.storeError(err, "begin nested write")
 		}
 		if err := fn(s); err != nil {
+			if s.pipe != nil && s.pipe.failed != nil {
+				// The server skipped what followed the failure: only
+				// rolling the whole transaction back is sound.
+				return err
+			}
 			// The savepoint must be undone even when ctx is already done.
 			undo := context.WithoutCancel(ctx)
-			s.tx.Exec(undo, "ROLLBACK TO SAVEPOINT "+sp)
-			s.tx.Exec(undo, "RELEASE SAVEPOINT "+sp)
+			execLater(undo, s.q(), nil, "ROLLBACK TO SAVEPOINT "+sp)
+			execLater(undo, s.q(), nil, "RELEASE SAVEPOINT "+sp)
 			return err
 		}
-		if _, err := s.tx.Exec(ctx, "RELEASE SAVEPOINT "+sp); err != nil {
+		if err := execLater(ctx, s.q(), nil, "RELEASE SAVEPOINT "+sp); err != nil {
 			return s.storeError(err, "end nested write")
 		}
 		return nil
@@ -294,9 +311,18 @@ func (s *Store) update(ctx context.Context, fn func(tx *Store) error) error {
 		return s.storeError(err, "begin write")
 	}
 	view := (&Store{pool: s.pool, name: s.name, secrets: s.secrets, tx: tx, txWritable: true}).bind()
+	if pipelined {
+		view.pipe = &pipeline{tx: tx}
+	}
 	if err := fn(view); err != nil {
 		tx.Rollback(context.WithoutCancel(ctx))
 		return err
+	}
+	if view.pipe != nil {
+		if err := view.pipe.flush(ctx); err != nil {
+			tx.Rollback(context.WithoutCancel(ctx))
+			return s.storeError(err, "commit")
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return s.storeError(err, "commit")

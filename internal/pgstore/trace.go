@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 // tracer logs every statement the pool's connections run, with its
 // duration, to the --debug logger of the statement's context
 // (sqlstore.LogStatement): a query, an exec and a query row are kind
-// "query", each statement of a pipelined batch "batch", a COPY "copy". pgx
+// "query", each statement of a pipelined batch "batch" and the batch
+// itself (one round trip) "pipeline", a COPY "copy". pgx
 // ends a query when its rows are closed, so a query's time includes
 // reading them. Without a debug logger, a statement costs a context lookup.
 type tracer struct{}
@@ -55,8 +57,11 @@ func (tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQuer
 	endTrace(ctx, "query", data.Err)
 }
 
+// TraceBatchStart starts the trace of a pipeline: its statements are sent
+// in one round trip, logged as kind "pipeline" with their number when it
+// ends.
 func (tracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
-	return ctx
+	return startTrace(ctx, strconv.Itoa(data.Batch.Len())+" statements", 0)
 }
 
 // TraceBatchQuery logs one statement of a batch, timed from when its
@@ -67,7 +72,9 @@ func (tracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, data pgx.TraceBa
 	}
 }
 
-func (tracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+func (tracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchEndData) {
+	endTrace(ctx, "pipeline", data.Err)
+}
 
 func (tracer) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceCopyFromStartData) context.Context {
 	if !debuglog.Enabled(ctx) {

@@ -34,4 +34,5 @@ type Store interface {
 	backend.SearchReader
 	backend.ResolvedRowReader
 	backend.ResolvedRowWriter
+	backend.HeaderBatchReader
 }

@@ -15,16 +15,14 @@ import (
 // concurrent insert of the same id (PostgreSQL) waits for the first to
 // commit and then finds it.
 func InsertBareHeader(ctx context.Context, q Tx, h session.Header) error {
-	n, err := q.Exec(ctx, `INSERT INTO sessions (`+HeaderColumns+`)
+	return execLater(ctx, q, func(n int64) error {
+		if n == 0 {
+			return storedlog.Duplicate(h.ID)
+		}
+		return nil
+	}, `INSERT INTO sessions (`+HeaderColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING`, HeaderArgs(h)...)
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return storedlog.Duplicate(h.ID)
-	}
-	return nil
 }
 
 // RecordRefusal implements backend.RefusalRecorder.

@@ -261,12 +261,8 @@ func (c Core) SetSourceFormat(ctx context.Context, id, format string) error {
 	if format != "" {
 		value = &format
 	}
-	n, err := c.db.Q().Exec(ctx, "UPDATE sessions SET source_format = ? WHERE id = ?", value, id)
-	if err != nil {
+	if err := execLater(ctx, c.db.Q(), foundRow(id), "UPDATE sessions SET source_format = ? WHERE id = ?", value, id); err != nil {
 		return c.db.StoreError(err, "record the source format of "+id)
-	}
-	if n == 0 {
-		return storedlog.NotFound(id)
 	}
 	return nil
 }
@@ -293,4 +289,23 @@ func (c Core) UnverifyChildren(ctx context.Context, parent string) error {
 		return c.db.StoreError(err, "mark the children of "+parent+" unverified")
 	}
 	return nil
+}
+
+// HeadersOf implements backend.HeaderBatchReader in one query.
+func (c Core) HeadersOf(ctx context.Context, ids []string) (map[string]session.Header, error) {
+	out := make(map[string]session.Header, len(ids))
+	stored := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !storedlog.UnstorableID(id) {
+			stored = append(stored, id) // no store holds another, and PostgreSQL refuses it as a parameter
+		}
+	}
+	if len(stored) == 0 {
+		return out, nil
+	}
+	err := c.EachHeader(ctx, func(h session.Header) error {
+		out[h.ID] = h
+		return nil
+	}, "read the headers of a batch of sessions", "SELECT "+HeaderColumns+" FROM sessions WHERE "+c.d.InIDs("id"), c.d.IDs(stored))
+	return out, err
 }

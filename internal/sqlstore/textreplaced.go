@@ -5,7 +5,6 @@ import (
 	"database/sql"
 
 	"github.com/dsh-project/dsh/internal/backend"
-	"github.com/dsh-project/dsh/internal/storedlog"
 )
 
 // RecordTextReplaced implements backend.TextReplacementRecorder
@@ -16,12 +15,8 @@ func (c Core) RecordTextReplaced(ctx context.Context, id string, r *backend.Text
 		f, n := r.FirstSeq, int64(r.Events)
 		first, events = &f, &n
 	}
-	n, err := c.db.Q().Exec(ctx, "UPDATE sessions SET text_replaced_first_seq = ?, text_replaced_events = ? WHERE id = ?", first, events, id)
-	if err != nil {
+	if err := execLater(ctx, c.db.Q(), foundRow(id), "UPDATE sessions SET text_replaced_first_seq = ?, text_replaced_events = ? WHERE id = ?", first, events, id); err != nil {
 		return c.db.StoreError(err, "record the replaced text of "+id)
-	}
-	if n == 0 {
-		return storedlog.NotFound(id)
 	}
 	return nil
 }

@@ -21,6 +21,29 @@ type Tx interface {
 	QueryRow(ctx context.Context, query string, args ...any) Row
 }
 
+// LaterTx is a Tx that can hold a write back and send it with others
+// (PostgreSQL's pipelined import transaction): ExecLater returns before
+// the statement has run, and a failure of it (or check's refusal of its
+// row count) fails the whole transaction, reported by a later statement
+// or the commit. Only a statement whose result the caller would not act
+// on, other than by failing, may go this way.
+type LaterTx interface {
+	ExecLater(ctx context.Context, check func(rows int64) error, query string, args ...any) error
+}
+
+// execLater runs query through q's ExecLater when it has one, else now;
+// check, when set, judges the statement's row count.
+func execLater(ctx context.Context, q Tx, check func(rows int64) error, query string, args ...any) error {
+	if l, ok := q.(LaterTx); ok {
+		return l.ExecLater(ctx, check, query, args...)
+	}
+	n, err := q.Exec(ctx, query, args...)
+	if err == nil && check != nil {
+		err = check(n)
+	}
+	return err
+}
+
 // Rows is a query's result set, as *sql.Rows offers it.
 type Rows interface {
 	Next() bool

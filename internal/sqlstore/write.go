@@ -27,34 +27,40 @@ func recordVerified(ctx context.Context, q Tx, id string, v *session.Validator, 
 		return dsherr.Wrap(dsherr.Internal, err, "save validation state of session %q", id)
 	}
 	if !inserted {
-		if _, err := q.Exec(ctx, "UPDATE sessions SET verified = FALSE WHERE id = ? AND verified = TRUE", id); err != nil {
+		if err := execLater(ctx, q, nil, "UPDATE sessions SET verified = FALSE WHERE id = ? AND verified = TRUE", id); err != nil {
 			return err
 		}
 	}
-	_, err = q.Exec(ctx, `UPDATE sessions
+	return execLater(ctx, q, nil, `UPDATE sessions
 		SET verified = TRUE, next_seq = ?, validator_state = ?, revision = revision + 1,
 			read_failure = NULL, registry_fold = NULL
 		WHERE id = ?`, v.Next(), state, id)
-	return err
 }
 
 // recordReadFailure records that session id's log, as just stored, cannot
 // be read: err is what a full read gives (see migration 0007).
 func recordReadFailure(ctx context.Context, q Tx, id string, err error) error {
-	_, werr := q.Exec(ctx, "UPDATE sessions SET read_failure = ? WHERE id = ?", err.Error(), id)
-	return werr
+	return execLater(ctx, q, nil, "UPDATE sessions SET read_failure = ? WHERE id = ?", err.Error(), id)
 }
 
 // RecordRegistryFold implements backend.RegistryFoldRecorder.
 func (c Core) RecordRegistryFold(ctx context.Context, id string, fold []byte) error {
-	n, err := c.db.Q().Exec(ctx, "UPDATE sessions SET registry_fold = ? WHERE id = ?", string(fold), id)
-	if err == nil && n == 0 {
-		err = storedlog.NotFound(id)
-	}
+	err := execLater(ctx, c.db.Q(), foundRow(id), "UPDATE sessions SET registry_fold = ? WHERE id = ?", string(fold), id)
 	if err != nil {
 		return c.db.StoreError(err, "record the registry fold of session "+id)
 	}
 	return nil
+}
+
+// foundRow is the check of a statement that must change session id's row:
+// none changed means the session is not stored.
+func foundRow(id string) func(rows int64) error {
+	return func(n int64) error {
+		if n == 0 {
+			return storedlog.NotFound(id)
+		}
+		return nil
+	}
 }
 
 // readFailure is the read_failure column for a log a read fails on with
@@ -250,7 +256,7 @@ func (c Core) importSession(ctx context.Context, h session.Header, events []sess
 			if raw == nil {
 				raw = []byte{}
 			}
-			if _, err := q.Exec(ctx, "INSERT INTO torn_tails (session_id, from_seq, reason, raw) VALUES (?, ?, ?, ?)",
+			if err := execLater(ctx, q, nil, "INSERT INTO torn_tails (session_id, from_seq, reason, raw) VALUES (?, ?, ?, ?)",
 				h.ID, tail.FromSeq, storedlog.StorableReason(tail.Reason), raw); err != nil {
 				return err
 			}
@@ -260,7 +266,7 @@ func (c Core) importSession(ctx context.Context, h session.Header, events []sess
 			if raw == nil {
 				raw = []byte{}
 			}
-			if _, err := q.Exec(ctx, "INSERT INTO damaged_logs (session_id, from_seq, reason, encoding, raw) VALUES (?, ?, ?, ?, ?)",
+			if err := execLater(ctx, q, nil, "INSERT INTO damaged_logs (session_id, from_seq, reason, encoding, raw) VALUES (?, ?, ?, ?, ?)",
 				h.ID, damage.FromSeq, storedlog.StorableReason(damage.Reason), damage.Encoding, raw); err != nil {
 				return err
 			}
@@ -284,9 +290,8 @@ func (c Core) importSession(ctx context.Context, h session.Header, events []sess
 		var v *session.Validator
 		res, v = storedlog.Imported(h, len(events), stored, torn)
 		if v == nil {
-			_, err := q.Exec(ctx, "UPDATE sessions SET next_seq = ?, revision = revision + 1, read_failure = ? WHERE id = ?",
+			return execLater(ctx, q, nil, "UPDATE sessions SET next_seq = ?, revision = revision + 1, read_failure = ? WHERE id = ?",
 				len(stored), readFailure(res.Invalid), h.ID)
-			return err
 		}
 		return recordVerified(ctx, q, h.ID, v, true)
 	})

@@ -117,6 +117,8 @@ func Run(t *testing.T, target Target) {
 		{"FastPathUsageOf", testUsage},
 		{"SearchIndexExact", testSearch},
 		{"FastPathResolvedRows", testResolvedRowsEqualLadder},
+		{"FastPathHeadersOf", testHeadersOfEqualsHeader},
+		{"FastPathUpdatePipelined", testUpdatePipelined},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newEnv(t, target)) })

@@ -276,6 +276,10 @@ type importer struct {
 	// is looked for: this import records only sessions it does not
 	// store (a file yields one session, and ids are unique in a source).
 	refusalsHeld bool
+	// looked are the ids of the batch lookAhead read, held those the
+	// destination holds, with their headers.
+	looked map[string]bool
+	held   map[string]session.Header
 }
 
 // errHeld stops a walk of the refusal records at the first.
@@ -363,6 +367,9 @@ func (w *importer) pipeline(ctx context.Context, n int, headerAt func(int) sessi
 	for i := 0; i < n; {
 		results = results[:0]
 		batch := func(tx Destination) error {
+			if err := w.lookAhead(ctx, tx, i, min(n, i+batchSessions), headerAt); err != nil {
+				return err
+			}
 			for events := 0; i < n && len(results) < batchSessions && events < batchEvents; i++ {
 				p, err := next(i)
 				if err != nil {
@@ -423,16 +430,64 @@ const (
 )
 
 // inBatch runs fn in one write transaction of the destination (with
-// DryRun, on the store itself, nil when there is none).
+// DryRun, on the store itself, nil when there is none). A store that
+// pipelines its writes (backend.PipelinedUpdater) sends the batch's
+// sessions' writes together instead of a round trip each: every failure of
+// the store fails the batch anyway, and what a session's savepoint undoes
+// (a session refused before anything of it is written) waits for no
+// result.
 func (w *importer) inBatch(ctx context.Context, fn func(tx Destination) error) error {
 	if w.opts.DryRun {
 		return fn(w.dst)
 	}
-	return w.dst.Update(ctx, func(tx backend.Store) error {
-		// Each session nests in its own Update (a savepoint): a view is
-		// a Store, so it is a Transactor.
-		return fn(tx)
-	})
+	// Each session nests in its own Update (a savepoint): a view is a
+	// Store, so it is a Transactor.
+	if p, ok := w.dst.(backend.PipelinedUpdater); ok {
+		return p.UpdatePipelined(ctx, func(tx backend.Store) error { return fn(tx) })
+	}
+	return w.dst.Update(ctx, func(tx backend.Store) error { return fn(tx) })
+}
+
+// lookAhead reads, in the batch's transaction tx, which of the listed
+// sessions from to end the destination holds, in one query, so that
+// deciding each session (a new one, a re-import, a conflict) costs no
+// round trip of its own. It reads nothing, and each session is looked up
+// alone, when the store cannot read headers in a batch, in a dry run, or
+// when the store holds records of refusals (clearing one may remove a
+// header). The ids of a source are unique, so the batch's own writes
+// change nothing it read.
+func (w *importer) lookAhead(ctx context.Context, tx Destination, from, end int, headerAt func(int) session.Header) error {
+	w.held, w.looked = nil, nil
+	r, ok := tx.(backend.HeaderBatchReader)
+	if !ok || w.opts.DryRun || w.refusalsHeld {
+		return nil
+	}
+	ids := make([]string, 0, end-from)
+	w.looked = make(map[string]bool, end-from)
+	for j := from; j < end; j++ {
+		if id := headerAt(j).ID; id != "" {
+			ids = append(ids, id)
+			w.looked[id] = true
+		}
+	}
+	held, err := r.HeadersOf(ctx, ids)
+	if err != nil {
+		return err
+	}
+	w.held = held
+	return nil
+}
+
+// storedHeader is the header tx holds for id: from lookAhead's read when
+// it looked id up, else read now.
+func (w *importer) storedHeader(ctx context.Context, tx Destination, id string) (session.Header, error) {
+	if w.looked[id] {
+		if h, ok := w.held[id]; ok {
+			return h, nil
+		}
+		return session.Header{}, storedlog.NotFound(id)
+	}
+	return tx.Header(ctx, id)
 }
 
 // writeOne is one session's result, written through tx when it is to be.
@@ -454,7 +509,7 @@ func (w *importer) unread(ctx context.Context, tx Destination, listed session.He
 	if tx == nil || r.Outcome != Unreadable || listed.ID == "" {
 		return r, nil
 	}
-	stored, err := tx.Header(ctx, listed.ID)
+	stored, err := w.storedHeader(ctx, tx, listed.ID)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		return r, nil
@@ -685,9 +740,9 @@ func (w *importer) write(ctx context.Context, dst Destination, listed session.He
 				return err
 			}
 		}
-		// Checked again under the write lock: another writer may have
-		// stored the id since prepare looked.
-		stored, err := tx.Header(ctx, s.Header.ID)
+		// Checked in the batch's transaction (lookAhead): another writer
+		// may have stored the id since prepare looked.
+		stored, err := w.storedHeader(ctx, tx, s.Header.ID)
 		if err == nil {
 			if r = judgeExisting(stored, s.Header); r.Outcome == Conflict {
 				return nil
