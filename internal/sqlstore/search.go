@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"slices"
 	"strings"
 
@@ -114,35 +115,47 @@ func (c Core) searchPage(ctx context.Context, q Tx, query string, args []any) (h
 	if err != nil || len(unverified) == 0 {
 		return hits, len(hits), err
 	}
-	// The seqs each unverified log holds as it reads (its valid prefix,
-	// or the events before an import's damage).
-	holds := map[string]map[int64]bool{}
+	// The seqs each unverified log holds as it reads.
+	holds := map[string]func(int64) bool{}
 	for id := range unverified {
 		a, err := c.AuditOne(ctx, q, id)
 		if err != nil {
 			return nil, 0, err
 		}
-		events := a.Events
-		if a.Damaged != nil {
-			events = a.Prefix
-		}
-		holds[id] = make(map[int64]bool, len(events))
-		for _, e := range events {
-			holds[id][e.Seq] = true
-		}
+		holds[id] = readable(a)
 	}
 	out := hits[:0]
 	for i, h := range hits {
-		if kept[i] || holds[h.SessionID][h.Seq] {
+		if kept[i] || holds[h.SessionID](h.Seq) {
 			out = append(out, h)
 		}
 	}
 	return out, len(kept), nil
 }
 
+// readable reports which seqs a log read as a holds: the events it reads
+// (its valid prefix, without a torn tail), the events an import kept
+// before its damage, or the rows before the first corrupt one.
+func readable(a *backend.AuditRead) func(int64) bool {
+	var corrupt *backend.CorruptRowError
+	if a.Events == nil && a.Damaged == nil && errors.As(a.ReadErr, &corrupt) {
+		return func(seq int64) bool { return seq < corrupt.Seq }
+	}
+	events := a.Events
+	if a.Damaged != nil {
+		events = a.Prefix
+	}
+	seqs := make(map[int64]bool, len(events))
+	for _, e := range events {
+		seqs[e.Seq] = true
+	}
+	return func(seq int64) bool { return seqs[seq] }
+}
+
 // DamagedLogs implements backend.SearchReader: the damage records beside
-// the logs (torn_tails, damaged_logs, import_refusals), by id, and the ids
-// of ids no session has.
+// the logs (torn_tails, damaged_logs, import_refusals), the unverified logs
+// whose stored rows their reader cuts short without such a record, by id,
+// and the ids of ids no session has.
 func (c Core) DamagedLogs(ctx context.Context, ids []string, fn func(backend.LogDamage) error) error {
 	filter, args := "", []any(nil)
 	if ids != nil {
@@ -170,7 +183,10 @@ func (c Core) DamagedLogs(ctx context.Context, ids []string, fn func(backend.Log
 			}
 			return nil
 		})
-		if err != nil || ids == nil {
+		if err != nil {
+			return err
+		}
+		if err := c.unrecordedDamage(ctx, q, filter, args, &out); err != nil || ids == nil {
 			return err
 		}
 		held := make(map[string]bool, len(ids))
@@ -198,6 +214,47 @@ func (c Core) DamagedLogs(ctx context.Context, ids []string, fn func(backend.Log
 	for _, d := range out {
 		if err := fn(d); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// unrecordedDamage appends to out the logs of the filter (DamagedLogs's)
+// that dsh has not verified and that store rows past a gap without a
+// record of it (an import of such rows, another program's write): their
+// reader cuts a torn tail off, or finds the log damaged, where Audit does.
+func (c Core) unrecordedDamage(ctx context.Context, q Tx, filter string, args []any, out *[]backend.LogDamage) error {
+	recorded := make(map[string]bool, len(*out))
+	for _, d := range *out {
+		recorded[d.ID] = true
+	}
+	var gapped []string
+	err := each(ctx, q, `
+		SELECT s.id FROM sessions AS s
+		 WHERE NOT s.verified`+filter+`
+		   AND (SELECT count(*) FROM events WHERE session_id = s.id)
+		       <> coalesce((SELECT max(seq) + 1 FROM events WHERE session_id = s.id), 0)`, args, func(rows Rows) error {
+		var id string
+		err := rows.Scan(&id)
+		if !recorded[id] {
+			gapped = append(gapped, id)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range gapped {
+		a, err := c.AuditOne(ctx, q, id)
+		if err != nil {
+			return err
+		}
+		var corrupt *backend.CorruptRowError
+		switch {
+		case a.Torn != nil:
+			*out = append(*out, backend.LogDamage{ID: id, TornFrom: a.Torn.FromSeq, DamagedFrom: -1})
+		case errors.As(a.ReadErr, &corrupt):
+			*out = append(*out, backend.LogDamage{ID: id, TornFrom: -1, DamagedFrom: corrupt.Seq})
 		}
 	}
 	return nil

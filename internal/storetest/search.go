@@ -37,7 +37,8 @@ func said(from int64, n int, text string) []session.Event {
 // damaged log's import and a refused header: each query's hits are those
 // of the stored logs read back and matched from scratch (package search's
 // text rule over each own event), and DamagedLogs names the logs that are
-// not whole and the ids no session has.
+// not whole (the torn one too, whose tail no record names) and the ids no
+// session has.
 func testSearch(t *testing.T, e *env) {
 	r, ok := e.b.(backend.SearchReader)
 	if !ok {
@@ -113,6 +114,12 @@ func testSearch(t *testing.T, e *env) {
 	}
 	ids = append(ids, "torn", "tail")
 	check("import with a torn tail")
+	if got := damagedLogs(t, e, r, []string{"s", "torn", "tail"}); !reflect.DeepEqual(got, []backend.LogDamage{
+		{ID: "tail", TornFrom: 6, DamagedFrom: -1},
+		{ID: "torn", TornFrom: cut, DamagedFrom: -1},
+	}) {
+		t.Errorf("DamagedLogs of the torn imports = %+v, want each torn where its reader cuts it", got)
+	}
 
 	for _, id := range []string{"torn", "tail"} {
 		if _, err := e.b.Load(e.ctx, id); err != nil {
@@ -137,13 +144,7 @@ func testSearch(t *testing.T, e *env) {
 	ids = append(ids, "damaged")
 	check("damaged import and a refusal")
 
-	var damaged []backend.LogDamage
-	if err := r.DamagedLogs(e.ctx, []string{"s", "torn", "damaged", "refused", "nobody"}, func(d backend.LogDamage) error {
-		damaged = append(damaged, d)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	damaged := damagedLogs(t, e, r, []string{"s", "torn", "damaged", "refused", "nobody"})
 	want := []backend.LogDamage{
 		{ID: "damaged", TornFrom: -1, DamagedFrom: 6},
 		{ID: "nobody", TornFrom: -1, DamagedFrom: -1, Missing: true},
@@ -152,6 +153,18 @@ func testSearch(t *testing.T, e *env) {
 	if !reflect.DeepEqual(damaged, want) {
 		t.Errorf("DamagedLogs = %+v, want %+v", damaged, want)
 	}
+}
+
+func damagedLogs(t *testing.T, e *env, r backend.SearchReader, ids []string) []backend.LogDamage {
+	t.Helper()
+	var out []backend.LogDamage
+	if err := r.DamagedLogs(e.ctx, ids, func(d backend.LogDamage) error {
+		out = append(out, d)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // extracted is the hits of q in the stored logs of ids, each log read back
