@@ -351,9 +351,16 @@ func (g *generator) wait() error {
 	return g.failed
 }
 
-// commit writes batch in one transaction and reports the progress.
+// commit writes batch in one transaction and reports the progress. A
+// store that pipelines its writes (PostgreSQL) sends the batch's sessions'
+// statements together instead of a round trip each; any failure fails the
+// batch either way.
 func (g *generator) commit(ctx context.Context, batch []planned) error {
-	err := g.st.Update(ctx, func(tx backend.Store) error {
+	update := g.st.Update
+	if p, ok := g.st.(backend.PipelinedUpdater); ok {
+		update = p.UpdatePipelined
+	}
+	err := update(ctx, func(tx backend.Store) error {
 		cache := projcache.NewCache(tx, g.reg)
 		for _, p := range batch {
 			if err := g.write(ctx, tx, cache, p); err != nil {

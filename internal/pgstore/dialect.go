@@ -40,12 +40,13 @@ var dialect = sqlstore.Dialect{
 
 // insertEvents writes events as rows of session id, exactly as given, with
 // one statement: the columns travel as arrays that unnest turns back into
-// rows, so a batch costs one round trip whatever its size.
+// rows, so a batch costs one round trip whatever its size (none of its own
+// in a pipelined transaction, which holds it back).
 func insertEvents(ctx context.Context, q sqlstore.Tx, id string, events []session.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	if _, err := q.Exec(ctx, insertEventsSQL, eventArrays(id, events)...); err != nil {
+	if err := q.(pgTx).ExecLater(ctx, nil, insertEventsSQL, eventArrays(id, events)...); err != nil {
 		return fmt.Errorf("insert %d events of session %q: %w", len(events), id, err)
 	}
 	return nil
@@ -96,11 +97,8 @@ func copyEvents(ctx context.Context, q sqlstore.Tx, id string, events []session.
 		return nil
 	}
 	pq := q.(pgTx).q
-	if p, ok := pq.(*pipeline); ok && len(events) < copyMinEvents {
-		if err := p.later(ctx, nil, rebind(insertEventsSQL), eventArrays(id, events)...); err != nil {
-			return fmt.Errorf("insert %d events of session %q: %w", len(events), id, err)
-		}
-		return nil
+	if _, ok := pq.(*pipeline); ok && len(events) < copyMinEvents {
+		return insertEvents(ctx, q, id, events)
 	}
 	if _, err := pq.CopyFrom(ctx, pgx.Identifier{"events"}, eventColumnNames, &eventRows{id: id, events: events}); err != nil {
 		return fmt.Errorf("copy %d events of session %q: %w", len(events), id, err)
