@@ -512,26 +512,10 @@ func checkSearchAPI(t *testing.T, s served, ids []string, first bool) {
 	} {
 		check(c.query, c.args...)
 	}
-	// Paged: the pages' hits are the CLI's array.
-	want = cli(t, "search", "ok OR a OR b OR x OR y OR bold", "-n", "0", "-o", "json")
-	var all []json.RawMessage
-	next := "/api/v1/search?" + url.Values{"q": {"ok OR a OR b OR x OR y OR bold"}, "n": {"0"}, "limit": {"2"}}.Encode()
-	pages := 0
-	for next != "" {
-		status, h, body := s.get(t, next)
-		var page []json.RawMessage
-		if err := json.Unmarshal(body, &page); err != nil || status != http.StatusOK || len(page) > 2 {
-			t.Fatalf("%s: %d %s (%v)", next, status, body, err)
-		}
-		all = append(all, page...)
-		next = ""
-		if link := h.Get("Link"); link != "" {
-			next = strings.TrimPrefix(strings.SplitN(link, ">", 2)[0], "<")
-		}
-		pages++
-	}
-	if got := joinRaw(all); got != want || pages < 3 {
-		t.Errorf("paged search (%d pages):\n got %s\nwant %s", pages, got, want)
+	// Paged: the pages' hits are the CLI's array, all of them or the
+	// first n (each page's search stops at its end).
+	for _, n := range []string{"0", "5"} {
+		checkSearchPages(t, s, n)
 	}
 	// The parameters the CLI takes as flags: the same code, named without
 	// dashes.
@@ -552,6 +536,33 @@ func checkSearchAPI(t *testing.T, s served, ids []string, first bool) {
 		if status != http.StatusBadRequest || !strings.HasPrefix(string(body), `{"error":{"code":"`+c.code+`","message":"`+c.message) {
 			t.Errorf("search ?%s: %d %s, want 400 %s %s", c.query, status, body, c.code, c.message)
 		}
+	}
+}
+
+// checkSearchPages fetches a search's pages of 2 and compares them,
+// joined, with dsh search -n n -o json.
+func checkSearchPages(t *testing.T, s served, n string) {
+	t.Helper()
+	const query = "ok OR a OR b OR x OR y OR bold"
+	want := cli(t, "search", query, "-n", n, "-o", "json")
+	var all []json.RawMessage
+	next := "/api/v1/search?" + url.Values{"q": {query}, "n": {n}, "limit": {"2"}}.Encode()
+	pages := 0
+	for next != "" {
+		status, h, body := s.get(t, next)
+		var page []json.RawMessage
+		if err := json.Unmarshal(body, &page); err != nil || status != http.StatusOK || len(page) > 2 {
+			t.Fatalf("%s: %d %s (%v)", next, status, body, err)
+		}
+		all = append(all, page...)
+		next = ""
+		if link := h.Get("Link"); link != "" {
+			next = strings.TrimPrefix(strings.SplitN(link, ">", 2)[0], "<")
+		}
+		pages++
+	}
+	if got := joinRaw(all); got != want || pages < 3 {
+		t.Errorf("paged search, n=%s (%d pages):\n got %s\nwant %s", n, pages, got, want)
 	}
 }
 

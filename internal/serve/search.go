@@ -111,6 +111,14 @@ func (s *Server) apiSearch(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	// A page needs the hits up to its end, and one more to know there is
+	// a next: the search builds no snippet past it (the engine still ranks
+	// every match). A cursor pageOf refuses is left to it.
+	if pos, _, err := decodeCursor(sq.page.cursor); sq.page.cursor == "" || err == nil && pos >= 0 {
+		if end := pos + int64(sq.page.limit) + 1; sq.opts.Limit == 0 || int64(sq.opts.Limit) > end {
+			sq.opts.Limit = int(end)
+		}
+	}
 	res, err := s.search(r.Context(), sq)
 	if err != nil {
 		s.fail(w, r, err)
