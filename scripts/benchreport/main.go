@@ -271,6 +271,16 @@ var (
 	pgCases     = []string{"pg-warm", "pg-cold", "pg-descendants", "pg-diagnose", "pg-import"}
 )
 
+// measured reports whether any corpus has the case.
+func (r *results) measured(name string) bool {
+	for _, c := range r.corpora {
+		if r.get(c, name).present {
+			return true
+		}
+	}
+	return false
+}
+
 // hasPG reports whether any corpus was measured on PostgreSQL.
 func (r *results) hasPG() bool {
 	for _, c := range r.corpora {
@@ -359,12 +369,15 @@ sessions up to the store size.
 	}
 	fmt.Fprint(w, "\nCases:\n\n")
 	for _, cs := range cases {
-		if strings.HasPrefix(cs.name, "pg-") && !res.hasPG() {
+		if strings.HasPrefix(cs.name, "pg-") && !res.hasPG() && !res.measured(cs.name) {
 			continue
 		}
 		fmt.Fprintf(w, "- **%s**: %s\n", cs.name, cs.what)
 	}
-	fmt.Fprintf(w, "\n## Listing time vs. children\n\n![listing time vs. children](%s)\n\n", svgName)
+	fmt.Fprintln(w)
+	if len(listingSeries(res)) > 0 {
+		fmt.Fprintf(w, "## Listing time vs. children\n\n![listing time vs. children](%s)\n\n", svgName)
+	}
 	fmt.Fprint(w, "## Machine\n\n| | |\n|---|---|\n")
 	for _, f := range facts {
 		if len(f) == 2 {
