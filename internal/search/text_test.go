@@ -44,6 +44,8 @@ var textCases = map[string]session.Event{
 	"other-type":         ev(0, "tool/call", `{"content":[{"type":"text","text":"never"}]}`),
 	"cjk":                ev(0, "assistant/message", `{"message":{"content":[{"type":"text","text":"中文，测试 日本語のテキスト"}]}}`),
 	"unicode-case":       ev(0, "user/message", `{"content":[{"type":"text","text":"ÉCOLE Straße ĲSSEL Ünïcödé"}]}`),
+	// PostgreSQL's jsonb cannot hold the number: its text is read over json.
+	"beyond-numeric": ev(0, "tool/result", `{"n":1e1000000,"message":{"content":[{"type":"text","text":"big","text":"last"}]}}`),
 }
 
 func sqliteStore(t *testing.T) (*sqlitepersist.Store, string) {
@@ -74,7 +76,7 @@ func TestStoresExtractTheGoText(t *testing.T) {
 	for name, w := range map[string]string{"user-two-blocks": "one\ntwo", "assistant": "shown", "tool-result-v0": "file body\nmore",
 		"tool-result-v4": "direct", "duplicate-content": "last", "duplicate-text": "b", "duplicate-type": "yes", "duplicate-message": "new",
 		"escaped": "café 中文 \"q\" tab\there", "text-not-string": "ok", "empty-text": "\nx", "content-not-array": "", "data-array": "",
-		"not-json": "", "block-not-object": "kept", "nested-tool-result": "shallow"} {
+		"not-json": "", "block-not-object": "kept", "nested-tool-result": "shallow", "beyond-numeric": "last"} {
 		if want[name] != w {
 			t.Errorf("%s: Go text %q, want %q", name, want[name], w)
 		}
