@@ -354,8 +354,15 @@ func TestServePageInBrowser(t *testing.T) {
 			t.Errorf("a hit of tree-a's subtree search in %q", h.Session)
 		}
 	}
-	run("narrow by type", chromedp.Click(chromedp.CSS(`form.search input[value="user/message"]`)), chromedp.Submit(chromedp.CSS(`form.search`)),
-		chromedp.WaitVisible(chromedp.CSS(`form.search input[value="user/message"]:checked`)))
+	// The click checks the box on the page being left at once: the old
+	// document is marked so that only the answer's own box is waited for
+	// (a loaded machine would otherwise read the old page's hits).
+	run("narrow by type", chromedp.Click(chromedp.CSS(`form.search input[value="user/message"]`)),
+		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := chromedp.Evaluate[bool](`document.body.dataset.left = "1", true`)(ctx, t)
+			return err
+		}), chromedp.Submit(chromedp.CSS(`form.search`)),
+		chromedp.WaitVisible(chromedp.CSS(`body:not([data-left]) form.search input[value="user/message"]:checked`)))
 	typed := readHits(t, ctx)
 	if len(typed) == 0 {
 		t.Error("no user/message hit below tree-a")
