@@ -69,6 +69,9 @@ func (c Core) Search(ctx context.Context, req backend.SearchRequest, fn func(bac
 		}
 		var rows int
 		err := c.db.Read(ctx, func(q Tx) (err error) {
+			if err := c.searchSetup(ctx, q); err != nil {
+				return err
+			}
 			hits, rows, err = c.searchPage(ctx, q, query, args)
 			return err
 		})
@@ -165,6 +168,9 @@ func (c Core) DamagedLogs(ctx context.Context, ids []string, fn func(backend.Log
 	var out []backend.LogDamage
 	err := c.db.Read(ctx, func(q Tx) error {
 		out = out[:0]
+		if err := c.searchSetup(ctx, q); err != nil {
+			return err
+		}
 		err := each(ctx, q, `
 			SELECT `+damageColumns+`
 			  FROM sessions AS s
@@ -258,6 +264,15 @@ func (c Core) unrecordedDamage(ctx context.Context, q Tx, filter string, args []
 		}
 	}
 	return nil
+}
+
+// searchSetup runs the dialect's SearchSetup, if any.
+func (c Core) searchSetup(ctx context.Context, q Tx) error {
+	if c.d.SearchSetup == "" {
+		return nil
+	}
+	_, err := q.Exec(ctx, c.d.SearchSetup)
+	return err
 }
 
 // each runs query and calls fn on each of its rows.

@@ -129,6 +129,9 @@ type Dialect struct {
 	// request's SearchQuery.
 	SearchFrom, SearchMatch, SearchRank string
 	SearchQuery                         func(backend.SearchRequest) string
+	// SearchSetup, when set, is a statement run first in the transaction
+	// of a search's reads.
+	SearchSetup string
 }
 
 // HeaderColumns are the sessions columns that make up a session.Header,
