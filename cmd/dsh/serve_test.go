@@ -277,28 +277,7 @@ func checkAPI(t *testing.T, s served, ids []string, first bool) {
 	}
 	// Paged: the pages' rows are the listing's, in order.
 	want := cli(t, "list", "--parent", "demo-parent", "--scope", "descendants", "-o", "json")
-	var all []json.RawMessage
-	next := "/api/v1/sessions/demo-parent/children?scope=descendants&limit=2"
-	pages := 0
-	for next != "" {
-		status, h, body := s.get(t, next)
-		if status != http.StatusOK {
-			t.Fatalf("%s: %d %s", next, status, body)
-		}
-		var page []json.RawMessage
-		if err := json.Unmarshal(body, &page); err != nil {
-			t.Fatal(err)
-		}
-		if len(page) > 2 {
-			t.Errorf("%s: %d rows on a page of 2", next, len(page))
-		}
-		all = append(all, page...)
-		next = ""
-		if link := h.Get("Link"); link != "" {
-			next = strings.TrimPrefix(strings.SplitN(link, ">", 2)[0], "<")
-		}
-		pages++
-	}
+	all, pages := fetchPages(t, s, "/api/v1/sessions/demo-parent/children?scope=descendants&limit=2", 2)
 	if got := joinRaw(all); got != want {
 		t.Errorf("paged descendants (%d pages):\n got %s\nwant %s", pages, got, want)
 	}
@@ -316,21 +295,7 @@ func checkAPI(t *testing.T, s served, ids []string, first bool) {
 	if !strings.Contains(want, `"inputTokens":1256`) || !strings.Contains(want, `"damage":"torn"`) {
 		t.Errorf("the corpus's usage is not what the test counts on: %s", want)
 	}
-	all, pages = nil, 0
-	next = "/api/v1/usage?parent=demo-parent&limit=2"
-	for next != "" {
-		status, h, body := s.get(t, next)
-		var page []json.RawMessage
-		if err := json.Unmarshal(body, &page); err != nil || status != http.StatusOK || len(page) > 2 {
-			t.Fatalf("%s: %d %s (%v)", next, status, body, err)
-		}
-		all = append(all, page...)
-		next = ""
-		if link := h.Get("Link"); link != "" {
-			next = strings.TrimPrefix(strings.SplitN(link, ">", 2)[0], "<")
-		}
-		pages++
-	}
+	all, pages = fetchPages(t, s, "/api/v1/usage?parent=demo-parent&limit=2", 2)
 	if got := joinRaw(all); got != want || pages < 4 {
 		t.Errorf("paged usage (%d pages):\n got %s\nwant %s", pages, got, want)
 	}
@@ -539,28 +504,36 @@ func checkSearchAPI(t *testing.T, s served, ids []string, first bool) {
 	}
 }
 
-// checkSearchPages fetches a search's pages of 2 and compares them,
-// joined, with dsh search -n n -o json.
-func checkSearchPages(t *testing.T, s served, n string) {
+// fetchPages follows an API list's Link headers from first to its last
+// page, each of at most limit rows, and returns the rows in order and how
+// many pages held them.
+func fetchPages(t *testing.T, s served, first string, limit int) (all []json.RawMessage, pages int) {
 	t.Helper()
-	const query = "ok OR a OR b OR x OR y OR bold"
-	want := cli(t, "search", query, "-n", n, "-o", "json")
-	var all []json.RawMessage
-	next := "/api/v1/search?" + url.Values{"q": {query}, "n": {n}, "limit": {"2"}}.Encode()
-	pages := 0
-	for next != "" {
+	for next := first; next != ""; pages++ {
 		status, h, body := s.get(t, next)
 		var page []json.RawMessage
-		if err := json.Unmarshal(body, &page); err != nil || status != http.StatusOK || len(page) > 2 {
+		if err := json.Unmarshal(body, &page); err != nil || status != http.StatusOK {
 			t.Fatalf("%s: %d %s (%v)", next, status, body, err)
+		}
+		if len(page) > limit {
+			t.Errorf("%s: %d rows on a page of %d", next, len(page), limit)
 		}
 		all = append(all, page...)
 		next = ""
 		if link := h.Get("Link"); link != "" {
 			next = strings.TrimPrefix(strings.SplitN(link, ">", 2)[0], "<")
 		}
-		pages++
 	}
+	return all, pages
+}
+
+// checkSearchPages fetches a search's pages of 2 and compares them,
+// joined, with dsh search -n n -o json.
+func checkSearchPages(t *testing.T, s served, n string) {
+	t.Helper()
+	const query = "ok OR a OR b OR x OR y OR bold"
+	want := cli(t, "search", query, "-n", n, "-o", "json")
+	all, pages := fetchPages(t, s, "/api/v1/search?"+url.Values{"q": {query}, "n": {n}, "limit": {"2"}}.Encode(), 2)
 	if got := joinRaw(all); got != want || pages < 3 {
 		t.Errorf("paged search, n=%s (%d pages):\n got %s\nwant %s", n, pages, got, want)
 	}
