@@ -204,7 +204,7 @@ func writeDemoRoot(ctx context.Context, s location.Store, now int64) (wrote bool
 				return err
 			}
 		}
-		return subagent.RefreshResolvedRowsIn(ctx, tx, []string{fork.ID, broken.ID})
+		return subagent.RefreshResolvedRowsIn(ctx, tx, []string{parent.ID, fork.ID, broken.ID})
 	})
 	if errors.Is(err, backend.ErrDuplicate) {
 		// PostgreSQL: another demo committed the root after this

@@ -275,6 +275,33 @@ type ResolvedRowWriter interface {
 	PutResolvedRows(ctx context.Context, rows []ResolvedRow) error
 }
 
+// CatalogViewReader is a store that keeps, beside each session, what a
+// --dsh-compat 0.1.7 listing computes from that session's own log
+// (CatalogView), stamped with who resolved it and voided by any write to
+// that log or header, whoever writes it.
+type CatalogViewReader interface {
+	// CatalogViews calls fn, in no particular order, for each of ids whose
+	// stored view carries stamp, with its own entries in catalog order
+	// and, for a back-fill view, its subagent children as they stand, each
+	// with its own evidence when its view carries stamp too. An id whose
+	// view is stale, of another stamp or absent is left out. It writes
+	// nothing, ever.
+	CatalogViews(ctx context.Context, ids []string, stamp string, fn func(CatalogView) error) error
+}
+
+// CatalogViewWriter fills in catalog views. Use it only inside a write
+// transaction, as ResolvedRowWriter: LockCatalogViews, then the reads the
+// views are computed from, then PutCatalogViews.
+type CatalogViewWriter interface {
+	// LockCatalogViews locks the views not carrying stamp among ids and
+	// returns their session ids in id order.
+	LockCatalogViews(ctx context.Context, ids []string, stamp string) ([]string, error)
+	// PutCatalogViews writes each view (its Children aside), entries
+	// included, over the view of its ID (one whose session no longer
+	// exists is skipped).
+	PutCatalogViews(ctx context.Context, views []CatalogView) error
+}
+
 // UnofferedReader is a foreign corpus that holds sessions it cannot offer
 // at all (files whose header cannot be read). A dsh store has none: an
 // import records them as refusals (RefusalReader).
@@ -321,6 +348,8 @@ var Capabilities = []Capability{
 	{Type: reflect.TypeFor[UsageReader]()},
 	{Type: reflect.TypeFor[ResolvedRowReader]()},
 	{Type: reflect.TypeFor[ResolvedRowWriter]()},
+	{Type: reflect.TypeFor[CatalogViewReader]()},
+	{Type: reflect.TypeFor[CatalogViewWriter]()},
 	{Type: reflect.TypeFor[AsFoundReader](), ForeignOnly: true},
 	{Type: reflect.TypeFor[SearchReader]()},
 	{Type: reflect.TypeFor[HeaderBatchReader]()},

@@ -428,6 +428,48 @@ type ResolvedRow struct {
 	HasChildren bool
 }
 
+// CatalogView is what a --dsh-compat 0.1.7 listing computes from one
+// session's own log (see CatalogViewReader): Reason "corrupt" when DSH
+// refuses the session's catalog whatever its children say (a root listing
+// still computes its error); else its own entries, which are its catalog
+// unless Backfill (a V0-V3 session: DSH's back-fill completes them with its
+// children's evidence when listed). EvidenceCount and EvidenceDescriptor
+// are its own evidence for its parent's back-fill (0 and nil when its log
+// cannot be read or its first own descriptor is malformed). Resolver is
+// the stamp of who resolved it.
+type CatalogView struct {
+	ID                 string
+	Resolver           string
+	Reason             string
+	Backfill           bool
+	Entries            []CatalogEntry
+	EvidenceCount      int
+	EvidenceDescriptor []byte
+	// Children are, as CatalogViews reads a back-fill view, its subagent
+	// children in no particular order; never written.
+	Children []CatalogChild
+}
+
+// CatalogEntry is one entry of a catalog view: the child's id, its
+// childCreatedAt, mode and label (nil: the fact has none).
+type CatalogEntry struct {
+	ID        string
+	CreatedAt int64
+	Mode      string
+	Label     *string
+}
+
+// CatalogChild is a subagent child of a back-fill view as read with it:
+// its header's id and createdAt and, when Current (its own view carries
+// the stamp asked for), its own evidence.
+type CatalogChild struct {
+	ID                 string
+	CreatedAt          int64
+	Current            bool
+	EvidenceCount      int
+	EvidenceDescriptor []byte
+}
+
 // ListedChild is one subagent child as a warm listing needs it, read in the
 // same row as its header (a backend's one-query ChildListing).
 type ListedChild struct {

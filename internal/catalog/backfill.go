@@ -164,6 +164,17 @@ func Backfill(events []session.Event, cut, createdAt int64, evidence []Evidence)
 		}
 		existing[f.ChildID] = f
 	}
+	nextSeq, time := int64(0), createdAt
+	if n := len(events); n > 0 {
+		nextSeq, time = events[n-1].Seq+1, events[n-1].Time
+	}
+	return complete(existing, nextSeq, time, evidence)
+}
+
+// complete is the back-fill's steps 2 to 4 (see Backfill) over the
+// parent's admitted own facts existing, its new facts numbered from
+// nextSeq at time.
+func complete(existing map[string]Fact, nextSeq, time int64, evidence []Evidence) ([]session.Event, error) {
 	sorted := slices.Clone(evidence)
 	slices.SortStableFunc(sorted, func(a, b Evidence) int {
 		if c := cmp.Compare(a.ChildCreatedAt, b.ChildCreatedAt); c != 0 {
@@ -171,10 +182,6 @@ func Backfill(events []session.Event, cut, createdAt int64, evidence []Evidence)
 		}
 		return CompareCodeUnits(a.ChildID, b.ChildID)
 	})
-	nextSeq, time := int64(0), createdAt
-	if n := len(events); n > 0 {
-		nextSeq, time = events[n-1].Seq+1, events[n-1].Time
-	}
 	var added []session.Event
 	for _, ev := range sorted {
 		id, hasDescriptor, refusal := ev.onlyDescriptor()
@@ -195,6 +202,36 @@ func Backfill(events []session.Event, cut, createdAt int64, evidence []Evidence)
 		nextSeq++
 	}
 	return added, nil
+}
+
+// OwnView is the half of View of a V0–V3 log (format version below
+// NativeFormat) that reads the log alone: its own facts admitted as the
+// back-fill admits them, then folded. An error refuses the parent whatever
+// its children's evidence; otherwise View is Complete(OwnView, evidence).
+func OwnView(events []session.Event, cut int64) ([]Entry, error) {
+	if _, err := Backfill(events, cut, 0, nil); err != nil {
+		return nil, err
+	}
+	return Fold(events, cut)
+}
+
+// Complete is View of a V0–V3 log from its OwnView own and its children's
+// evidence: the back-fill's new facts, each folded as View folds it,
+// after own. own is not modified.
+func Complete(own []Entry, evidence []Evidence) ([]Entry, error) {
+	existing := make(map[string]Fact, len(own))
+	for _, e := range own {
+		existing[e.ID] = Fact{ChildID: e.ID, ChildCreatedAt: e.CreatedAt, Mode: e.Mode, Label: e.Label}
+	}
+	added, err := complete(existing, 0, 0, evidence)
+	if err != nil || len(added) == 0 {
+		return own, err
+	}
+	more, err := Fold(added, 0)
+	if err != nil {
+		return nil, err
+	}
+	return append(slices.Clip(own), more...), nil
 }
 
 // agree checks an existing fact against its child's evidence.

@@ -272,3 +272,39 @@ func FuzzBackfill(f *testing.F) {
 		}
 	})
 }
+
+// View of a V0–V3 log is OwnView completed with the evidence (Complete),
+// refusals included: what a stored view splits it into (the listing's
+// resolved catalogs) gives the same catalog.
+func TestCompleteIsView(t *testing.T) {
+	existing := log(cat, fact("c", 2, ModeContinuable, "x"), cat, fact("gone", 9, ModeOneShot))
+	for name, tt := range map[string]struct {
+		events []session.Event
+		cut    int64
+		ev     []Evidence
+	}{
+		"no facts, ordered evidence": {log("session/start", `{}`), 0, []Evidence{
+			evidence("a", 5, desc(v3Continuable)), evidence("B", 5, desc(v3OneShot)), evidence("z", 1, Evidence{})}},
+		"agreeing fact":         {existing, 0, []Evidence{evidence("c", 2, desc(`{"version":3,"mode":"continuable","provider":"spawn","label":"x"}`)), evidence("n", 1, Evidence{})}},
+		"conflicting fact":      {existing, 0, []Evidence{evidence("c", 3, Evidence{})}},
+		"refused descriptor":    {nil, 0, []Evidence{evidence("c", 4, desc(`{"version":3,"mode":"resident","provider":"spawn"}`))}},
+		"continuable, no label": {nil, 0, []Evidence{evidence("c", 4, desc(`{"version":3,"mode":"continuable","provider":"spawn"}`))}},
+		"two descriptors":       {nil, 0, []Evidence{evidence("c", 4, Evidence{DescriptorCount: 2, Descriptor: json.RawMessage(v3OneShot)})}},
+		"extension key":         {log(cat, `{"version":0,"childId":"c","childCreatedAt":1,"mode":"one-shot","plugin":"p"}`), 0, []Evidence{evidence("c", 1, Evidence{})}},
+		"duplicate own fact":    {log(cat, fact("c", 1, ModeOneShot), cat, fact("c", 1, ModeOneShot)), 0, nil},
+		"inherited facts":       {log(cat, fact("c", 1, ModeOneShot), cat, `{"bad":true}`, session.TypeEndSeed, `{"inherited":true}`), 2, []Evidence{evidence("c", 1, Evidence{})}},
+	} {
+		want, werr := View(3, tt.events, tt.cut, 50, tt.ev)
+		own, err := OwnView(tt.events, tt.cut)
+		if err == nil {
+			var got []Entry
+			got, err = Complete(own, tt.ev)
+			if err == nil && viewJSON(t, got) != viewJSON(t, want) {
+				t.Errorf("%s: Complete(OwnView) = %s, View = %s", name, viewJSON(t, got), viewJSON(t, want))
+			}
+		}
+		if (err == nil) != (werr == nil) {
+			t.Errorf("%s: Complete(OwnView) fails with %v, View with %v", name, err, werr)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/dsh-project/dsh/internal/backend"
@@ -15,7 +16,9 @@ import (
 // A resolved row is never read as current after a write dsh did not make:
 // another tool (or an older dsh) editing a child's header, events, torn
 // tail, damaged rest, checkpoint or cold verdicts leaves its row stale
-// (migration 0014's triggers), and the listing is the ladder's.
+// (migration 0014's triggers), and the listing is the ladder's. Its catalog
+// view (migration 0017) goes stale the same way, a checkpoint aside (the
+// 0.1.7 listing reads none), and no other session's view does.
 func TestResolvedRowsVoidedByForeignWrites(t *testing.T) {
 	ctx := context.Background()
 	desc := func(seq int64, data string) session.Event {
@@ -70,6 +73,23 @@ func TestResolvedRowsVoidedByForeignWrites(t *testing.T) {
 			if got := current(); !got["a"] || !got["b"] {
 				t.Fatalf("after cache rebuild the rows are %v, want both current", got)
 			}
+			if err := subagent.RefreshResolvedRows(ctx, s, []string{"p"}); err != nil {
+				t.Fatal(err)
+			}
+			views := func() map[string]bool {
+				out := map[string]bool{}
+				err := s.CatalogViews(ctx, []string{"p", "a", "b"}, subagent.CatalogViewsStamp(), func(v backend.CatalogView) error {
+					out[v.ID] = true
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			if got := views(); len(got) != 3 {
+				t.Fatalf("after cache rebuild the catalog views current are %v, want p, a and b", got)
+			}
 			mustExec(t, s, edit)
 			edited, other := "a", "b"
 			if name == "header moved" {
@@ -81,6 +101,13 @@ func TestResolvedRowsVoidedByForeignWrites(t *testing.T) {
 			}
 			if !after[other] {
 				t.Errorf("row %s, not edited, is no longer current (%v)", other, after)
+			}
+			afterViews := views()
+			if wantCurrent := strings.Contains(name, "checkpoint"); afterViews[edited] != wantCurrent {
+				t.Errorf("after the edit the catalog view of %s is current=%v, want %v", edited, afterViews[edited], wantCurrent)
+			}
+			if !afterViews[other] || !afterViews["p"] {
+				t.Errorf("catalog views not edited are no longer current: %v", afterViews)
 			}
 			for _, parent := range []string{"p", "b"} {
 				c, err := corpus.Load(ctx, s, s)

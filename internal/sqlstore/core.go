@@ -35,4 +35,6 @@ type Store interface {
 	backend.ResolvedRowReader
 	backend.ResolvedRowWriter
 	backend.HeaderBatchReader
+	backend.CatalogViewReader
+	backend.CatalogViewWriter
 }

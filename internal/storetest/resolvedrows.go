@@ -29,6 +29,7 @@ func testResolvedRowsEqualLadder(t *testing.T, e *env) {
 		t.Skipf("%T keeps no resolved rows", e.b)
 	}
 	newForest(t, e)
+	addCatalogs(t, e)
 	stamp := subagent.ResolvedRowsStamp(subagent.NewRegistry())
 	parents := func() []string {
 		var ids []string
@@ -49,6 +50,7 @@ func testResolvedRowsEqualLadder(t *testing.T, e *env) {
 			}
 			step += ", refreshed"
 		}
+		checkCatalogViews(t, e, step, refresh, parents())
 		for _, parent := range parents() {
 			want := fullLadder(t, e, parent)
 			byID := map[string]subagent.Row{}
@@ -112,6 +114,23 @@ func testResolvedRowsEqualLadder(t *testing.T, e *env) {
 		t.Fatalf("append c0: %v", err)
 	}
 	both("append a descriptor")
+
+	// A catalog fact appended to a V4 parent: its own log, which its
+	// children's rows never read.
+	if err := e.b.Append(e.ctx, "q", next("q"), []session.Event{catalogFact(next("q"),
+		`{"version":0,"childId":"qn","childCreatedAt":87,"mode":"continuable","label":"late"}`)}); err != nil {
+		t.Fatalf("append q: %v", err)
+	}
+	both("a catalog fact appended")
+
+	// The missing child arrives, damaged; then a child of it.
+	qmDamage := backend.DamagedLog{FromSeq: 1, Reason: "unparsable committed event at line 2", Encoding: "jsonl-text", Raw: []byte("{not json}\n")}
+	if _, err := e.b.ImportDamagedSession(e.ctx, child("qm", "q", 83), []session.Event{descriptor(0, 2)}, qmDamage); err != nil {
+		t.Fatal(err)
+	}
+	both("a cataloged child imported damaged")
+	e.create(child("qn", "q", 87), []session.Event{descriptor(0, 3)})
+	both("a cataloged child created")
 
 	if _, err := e.b.Load(e.ctx, "t1"); err != nil {
 		t.Fatalf("load t1: %v", err)

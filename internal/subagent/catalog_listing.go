@@ -61,6 +61,14 @@ type catalogWalk struct {
 	// to have none needs no enumeration for its back-fill.
 	parents  map[string]bool
 	logReads int
+	// views, when set, serves catalogs from the store's resolved views
+	// (catalog_views.go); servedViews counts those it served.
+	views       backend.CatalogViewReader
+	servedViews int
+}
+
+func newCatalogWalk(l *Lister) *catalogWalk {
+	return &catalogWalk{l: l, reads: map[string]*catalogRead{}, catalogs: map[string]catalogResult{}, parents: map[string]bool{}}
 }
 
 type catalogResult struct {
@@ -81,13 +89,21 @@ func (l *Lister) ListCatalog(ctx context.Context, root string, scope corpus.Scop
 		return CatalogListing{}, err
 	}
 	start := time.Now()
-	w := &catalogWalk{l: l, reads: map[string]*catalogRead{}, catalogs: map[string]catalogResult{}, parents: map[string]bool{}}
+	w := newCatalogWalk(l)
+	if v, ok := l.Headers.(backend.CatalogViewReader); ok && l.resolvedRows && l.Cold == ColdReader(l.ownCold) {
+		// The store's own views, read as its own cold reader would
+		// compute them.
+		w.views = v
+	}
 	if l.Live != nil {
 		live, err := l.Live.LiveSessions(ctx)
 		if err != nil {
 			return CatalogListing{}, cancelledOr(ctx, err)
 		}
 		w.live = live
+	}
+	if err := w.storedViews(ctx, []string{root}, true); err != nil {
+		return CatalogListing{}, err
 	}
 	rootEntries, err := w.catalogOf(ctx, root)
 	if err != nil {
@@ -106,7 +122,7 @@ func (l *Lister) ListCatalog(ctx context.Context, root string, scope corpus.Scop
 	}
 	out.Rows = rows
 	if log := debuglog.From(ctx); log != nil {
-		log.Debug("0.1.7 catalog listing", "root", root, "rows", len(rows), "logReads", w.logReads, "took", time.Since(start))
+		log.Debug("0.1.7 catalog listing", "root", root, "rows", len(rows), "logReads", w.logReads, "resolvedViews", w.servedViews, "took", time.Since(start))
 	}
 	return out, nil
 }
@@ -190,7 +206,10 @@ func (w *catalogWalk) activity(id string) Activity {
 func branchReason(err error) Reason {
 	var ce *catalog.Error
 	var ve *session.ValidationError
+	var sr storedReason
 	switch {
+	case errors.As(err, &sr):
+		return Reason(sr)
 	case errors.Is(err, backend.ErrNotFound):
 		return ReasonUnavailable
 	case errors.As(err, &ce), errors.As(err, &ve), errors.Is(err, backend.ErrCorrupt),
@@ -286,29 +305,37 @@ func (w *catalogWalk) evidence(ctx context.Context, parent string) ([]catalog.Ev
 	}
 	out := make([]catalog.Evidence, 0, len(kids))
 	for _, h := range kids {
-		ev := catalog.Evidence{ChildID: h.ID, ChildCreatedAt: h.CreatedAt}
-		if r := w.read(ctx, h.ID); r.err == nil {
-			cut := r.header.InheritedCut()
-			for _, e := range r.events {
-				if e.Type != session.TypeDescriptor || e.Seq < cut {
-					continue
-				}
-				if ev.DescriptorCount == 0 {
-					ev.Descriptor = e.Data
-				}
-				ev.DescriptorCount++
-			}
-			if ev.Descriptor != nil {
-				if _, err := ParseDescriptor(ev.Descriptor); err != nil {
-					// Bad descriptor fields: DSH's persistence warns and
-					// supplies the identity alone (an unknown entry).
-					ev.Descriptor, ev.DescriptorCount = nil, 0
-				}
-			}
-		}
-		out = append(out, ev)
+		out = append(out, w.evidenceOf(ctx, h.ID, h.CreatedAt))
 	}
 	return out, nil
+}
+
+// evidenceOf is one child's evidence for its parent's back-fill, from its
+// log (read once per listing).
+func (w *catalogWalk) evidenceOf(ctx context.Context, id string, createdAt int64) catalog.Evidence {
+	ev := catalog.Evidence{ChildID: id, ChildCreatedAt: createdAt}
+	r := w.read(ctx, id)
+	if r.err != nil {
+		return ev
+	}
+	cut := r.header.InheritedCut()
+	for _, e := range r.events {
+		if e.Type != session.TypeDescriptor || e.Seq < cut {
+			continue
+		}
+		if ev.DescriptorCount == 0 {
+			ev.Descriptor = e.Data
+		}
+		ev.DescriptorCount++
+	}
+	if ev.Descriptor != nil {
+		if _, err := ParseDescriptor(ev.Descriptor); err != nil {
+			// Bad descriptor fields: DSH's persistence warns and
+			// supplies the identity alone (an unknown entry).
+			ev.Descriptor, ev.DescriptorCount = nil, 0
+		}
+	}
+	return ev
 }
 
 // read is the session's cold read of catalogEventTypes, at most once per
@@ -338,6 +365,13 @@ func (w *catalogWalk) prefetch(ctx context.Context, entries []catalog.Entry, vis
 		}
 		ids = append(ids, e.ID)
 	}
+	if err := w.storedViews(ctx, ids, false); err != nil {
+		return err
+	}
+	ids = slices.DeleteFunc(ids, func(id string) bool {
+		_, done := w.catalogs[id]
+		return done
+	})
 	if len(ids) == 0 {
 		return nil
 	}
