@@ -249,6 +249,7 @@ var cases = []struct{ name, what string }{
 	{"diagnose", "`dsh diagnose --parent P -o jsonl`; floor `benchfloor diagnose`: every event of every child streamed in one query, each JSON-parsed"},
 	{"catalog", "`dsh --dsh-compat 0.1.7 list` of a format-4 parent whose `subagent/catalog` names P's children, cache empty; floor `benchfloor cold` of P: the same children's descriptor rows (other bytes: the floor prints the seeds listing)"},
 	{"catalog-seeds", "the same 0.1.7 listing; in place of a floor, dsh's default (`seeds`) cold listing of P: the same children, enumerated (other bytes)"},
+	{"catalog-resolved", "the same 0.1.7 listing before `dsh cache clear`, every catalog view resolved by the writer (migration 0017: no log read); floor `benchfloor cold` of P"},
 	{"import", "`dsh import` of P's subtree exported as DSH JSONL into a fresh store (rows = sessions); floor `benchfloor import`: every line parsed, the same rows inserted in transactions of 1,000 sessions with one prepared statement per table"},
 	{"pg-warm", "warm on PostgreSQL: the same corpus generated into a database of its own, the same listing; floor `benchfloor list` through pgx, the same query"},
 	{"pg-cold", "cold on PostgreSQL; floor `benchfloor cold` through pgx"},
