@@ -41,6 +41,11 @@ var dialect = sqlstore.Dialect{
 	// compiling them took longer than running them: on a 1M-event store
 	// dsh search spent about 1 s of its 2.6 s compiling.
 	SearchSetup: "SET LOCAL jit = off",
+	UsageBefore: `SELECT u.model COLLATE "C", count(*), sum(u.input_tokens), sum(u.output_tokens), sum(u.cache_read_tokens), sum(u.reasoning_tokens)
+		  FROM events AS e JOIN sessions AS s ON s.id = e.session_id, dsh_event_usage(e.type, e.data) AS u
+		 WHERE e.session_id = ? AND e.type IN ('assistant/message', 'compaction/summary')
+		   AND e.seq >= coalesce(s.seed_length, 0) AND e.seq < ?
+		 GROUP BY 1 ORDER BY 1`,
 }
 
 // insertEvents writes events as rows of session id, exactly as given, with

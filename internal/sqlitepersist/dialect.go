@@ -32,6 +32,10 @@ var dialect = sqlstore.Dialect{
 	SearchMatch: "event_search_fts MATCH ?",
 	SearchRank:  "event_search_fts.rank",
 	SearchQuery: func(r backend.SearchRequest) string { return r.FTS5 },
+	UsageBefore: `SELECT u.model, count(*), sum(u.input_tokens), sum(u.output_tokens), sum(u.cache_read_tokens), sum(u.reasoning_tokens)
+		  FROM event_usage AS u JOIN sessions AS s ON s.id = u.session_id
+		 WHERE u.session_id = ? AND u.seq >= coalesce(s.seed_length, 0) AND u.seq < ?
+		 GROUP BY u.model ORDER BY u.model`,
 }
 
 // insertTxEvents is insertEvents on the shared statements' handle.

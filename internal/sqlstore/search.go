@@ -234,6 +234,20 @@ func (c Core) unrecordedDamage(ctx context.Context, q Tx, filter string, args []
 	for _, d := range *out {
 		recorded[d.ID] = true
 	}
+	return c.eachUnrecordedDamage(ctx, q, filter, args, func(d backend.LogDamage) error {
+		if !recorded[d.ID] {
+			*out = append(*out, d)
+		}
+		return nil
+	})
+}
+
+// eachUnrecordedDamage calls fn with the damage of each log of the filter
+// that dsh has not verified and that stores rows past a gap (an import of
+// such rows, another program's write), as Audit reads it: a torn tail cut
+// off, or a corrupt row. Such a log may have a record of its damage too
+// (torn_tails, damaged_logs); the caller decides which wins.
+func (c Core) eachUnrecordedDamage(ctx context.Context, q Tx, filter string, args []any, fn func(backend.LogDamage) error) error {
 	var gapped []string
 	err := each(ctx, q, `
 		SELECT s.id FROM sessions AS s
@@ -242,9 +256,7 @@ func (c Core) unrecordedDamage(ctx context.Context, q Tx, filter string, args []
 		       <> coalesce((SELECT max(seq) + 1 FROM events WHERE session_id = s.id), 0)`, args, func(rows Rows) error {
 		var id string
 		err := rows.Scan(&id)
-		if !recorded[id] {
-			gapped = append(gapped, id)
-		}
+		gapped = append(gapped, id)
 		return err
 	})
 	if err != nil {
@@ -258,9 +270,12 @@ func (c Core) unrecordedDamage(ctx context.Context, q Tx, filter string, args []
 		var corrupt *backend.CorruptRowError
 		switch {
 		case a.Torn != nil:
-			*out = append(*out, backend.LogDamage{ID: id, TornFrom: a.Torn.FromSeq, DamagedFrom: -1})
+			err = fn(backend.LogDamage{ID: id, TornFrom: a.Torn.FromSeq, DamagedFrom: -1})
 		case errors.As(a.ReadErr, &corrupt):
-			*out = append(*out, backend.LogDamage{ID: id, TornFrom: -1, DamagedFrom: corrupt.Seq})
+			err = fn(backend.LogDamage{ID: id, TornFrom: -1, DamagedFrom: corrupt.Seq})
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -132,6 +132,12 @@ type Dialect struct {
 	// SearchSetup, when set, is a statement run first in the transaction
 	// of a search's reads.
 	SearchSetup string
+	// UsageBefore sums one session's own usage over its events before a
+	// seq (parameters: the session id, twice where the query needs it
+	// again, then the seq), one row per model in byte order of the name
+	// with the columns of session_usage: the totals of a log whose reader
+	// cuts it where the stored totals do not.
+	UsageBefore string
 }
 
 // HeaderColumns are the sessions columns that make up a session.Header,

@@ -79,5 +79,57 @@ func (c Core) usageOf(ctx context.Context, q Tx, ids []string) ([]backend.Sessio
 			InputTokens: counts[1].Int64, OutputTokens: counts[2].Int64, CacheReadTokens: counts[3].Int64,
 			ReasoningTokens: counts[4].Int64})
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return out, c.recutUsage(ctx, q, ids, out)
+}
+
+// recutUsage corrects the totals of the logs among ids whose stored rows
+// hold rows their reader cuts off with no record of it (a log dsh has not
+// verified, stored past a gap): the stored totals count every row, the
+// log as read only those before the cut, which is then said as the
+// log's damage where nothing recorded it — never a silent sum over rows
+// no reader shows.
+func (c Core) recutUsage(ctx context.Context, q Tx, ids []string, out []backend.SessionUsage) error {
+	at := make(map[string]int, len(out))
+	for i, u := range out {
+		at[u.ID] = i
+	}
+	var cut []backend.LogDamage
+	err := c.eachUnrecordedDamage(ctx, q, " AND "+c.d.InIDs("s.id"), []any{c.d.IDs(ids)}, func(d backend.LogDamage) error {
+		cut = append(cut, d)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, d := range cut {
+		i, ok := at[d.ID]
+		if !ok || out[i].Refused {
+			continue
+		}
+		from := d.DamagedFrom
+		if from < 0 {
+			from = d.TornFrom
+		}
+		u := &out[i]
+		if u.DamagedFrom < 0 && u.TornFrom < 0 {
+			u.TornFrom, u.DamagedFrom = d.TornFrom, d.DamagedFrom
+		}
+		u.Models = nil
+		err := each(ctx, q, c.d.UsageBefore, []any{d.ID, from}, func(rows Rows) error {
+			var m backend.ModelUsage
+			if err := rows.Scan(&m.Model, &m.Messages, &m.InputTokens, &m.OutputTokens, &m.CacheReadTokens, &m.ReasoningTokens); err != nil {
+				return err
+			}
+			u.Models = append(u.Models, m)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

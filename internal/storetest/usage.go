@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,9 +55,18 @@ func testUsage(t *testing.T, e *env) {
 	if err := e.b.RecordRefusal(e.ctx, backend.Refusal{Location: "/src/refused.jsonl", ID: "refused", Header: &refused, Code: backend.RefusedFormat, Reason: "refused"}); err != nil {
 		t.Fatal(err)
 	}
+	// An import storing, past a gap, a message that is not part of the
+	// log (its reader cuts a torn tail off there, with no record of it).
+	gapped := usageTurn(0, 1, "m1", `{"inputTokens":2,"outputTokens":2}`)
+	cut := int64(len(gapped)) + 1
+	stray := usageTurn(cut, 2, "m9", `{"inputTokens":1000,"outputTokens":1000}`)[3]
+	stray.Seq = cut
+	if res, err := e.b.ImportSession(e.ctx, root("gapped", 6), append(slices.Clone(gapped), stray), nil); err != nil || res.Torn == nil || res.Torn.FromSeq != cut {
+		t.Fatalf("import past a gap = %+v, %v; want a torn tail from %d", res, err, cut)
+	}
 	read := func() map[string]backend.SessionUsage {
 		got := map[string]backend.SessionUsage{}
-		if err := r.UsageOf(e.ctx, []string{"u", "fork", "torn", "damaged", "refused", "nobody"}, func(u backend.SessionUsage) error {
+		if err := r.UsageOf(e.ctx, []string{"u", "fork", "torn", "damaged", "refused", "gapped", "nobody"}, func(u backend.SessionUsage) error {
 			got[u.ID] = u
 			return nil
 		}); err != nil {
@@ -65,14 +75,18 @@ func testUsage(t *testing.T, e *env) {
 		return got
 	}
 	got := read()
-	if _, ok := got["nobody"]; ok || len(got) != 5 {
-		t.Errorf("UsageOf answered for %d ids, want the 5 stored", len(got))
+	if _, ok := got["nobody"]; ok || len(got) != 6 {
+		t.Errorf("UsageOf answered for %d ids, want the 6 stored", len(got))
+	}
+	if stray.Type != session.TypeAssistantMsg {
+		t.Fatalf("the stray row is a %s; the test needs one that carries usage", stray.Type)
 	}
 	want := map[string][]backend.ModelUsage{
 		"u":       usage.OfEvents(append(usageTurn(0, 1, "m1", `{"inputTokens":10,"outputTokens":2}`), usageTurn(6, 2, "m2", `{"inputTokens":5,"outputTokens":1,"cacheReadTokens":3,"reasoningTokens":4}`)...)),
 		"fork":    usage.OfEvents(usage.OwnEvents(6, forkEvents)),
 		"torn":    usage.OfEvents(torn),
 		"damaged": usage.OfEvents(torn),
+		"gapped":  usage.OfEvents(gapped),
 	}
 	for id, w := range want {
 		if !reflect.DeepEqual(got[id].Models, w) {
@@ -88,6 +102,9 @@ func testUsage(t *testing.T, e *env) {
 	if u := got["damaged"]; u.DamagedFrom != damage.FromSeq || u.TornFrom != -1 {
 		t.Errorf("damaged: %+v, want the damage from %d", u, damage.FromSeq)
 	}
+	if u := got["gapped"]; u.TornFrom != cut || u.DamagedFrom != -1 {
+		t.Errorf("gapped: %+v, want the tail its reader cuts off from %d", u, cut)
+	}
 	if u := got["refused"]; !u.Refused || len(u.Models) != 0 {
 		t.Errorf("refused: %+v, want a refused header with no usage", u)
 	}
@@ -97,5 +114,11 @@ func testUsage(t *testing.T, e *env) {
 	}
 	if u := read()["torn"]; u.TornFrom != -1 || !reflect.DeepEqual(u.Models, want["torn"]) {
 		t.Errorf("torn after Load: %+v, want the same totals and no tail", u)
+	}
+	if _, err := e.b.Load(e.ctx, "gapped"); err != nil {
+		t.Fatal(err)
+	}
+	if u := read()["gapped"]; u.TornFrom != -1 || !reflect.DeepEqual(u.Models, want["gapped"]) {
+		t.Errorf("gapped after Load: %+v, want the same totals and no tail", u)
 	}
 }
