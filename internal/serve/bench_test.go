@@ -23,6 +23,32 @@ import (
 // pageChildren is the benchmark parent's size: the issue's 10,000 children.
 const pageChildren = 10_000
 
+// benchServer is a server over a fresh SQLite store holding gen-corpus's
+// parent with children children of 8 to 16 events, and the store.
+func benchServer(b *testing.B, children int) (*sqlitepersist.Store, *Server) {
+	b.Helper()
+	ctx := context.Background()
+	st, err := sqlitepersist.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlitepersist.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	if _, err := gencorpus.Generate(ctx, st, gencorpus.Spec{Children: children, Sessions: children + 1, MinEvents: 8, MaxEvents: 16}); err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Corpus{
+		Reader:      st,
+		Lister:      func() *subagent.Lister { return subagent.NewStoreLister(st, st, 4) },
+		View:        func(ctx context.Context, fn func(location.Reader) error) error { return fn(st) },
+		LookupError: func(_ string, err error) error { return err },
+	}, Config{Profile: dshcompat.Default})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Close)
+	return st, s
+}
+
 // BenchmarkDescendantsPage measures the descendants page of a parent with
 // 10,000 children (GET /sessions/P?scope=descendants: header, findings,
 // last events and the first page of the tree) against what `dsh list
@@ -32,24 +58,8 @@ const pageChildren = 10_000
 // the median of the iterations' ratios (goal: at most 2).
 func BenchmarkDescendantsPage(b *testing.B) {
 	ctx := context.Background()
-	st, err := sqlitepersist.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlitepersist.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	if _, err := gencorpus.Generate(ctx, st, gencorpus.Spec{Children: pageChildren, Sessions: pageChildren + 1, MinEvents: 8, MaxEvents: 16}); err != nil {
-		b.Fatal(err)
-	}
+	st, s := benchServer(b, pageChildren)
 	lister := func() *subagent.Lister { return subagent.NewStoreLister(st, st, 4) }
-	s, err := New(Corpus{
-		Reader:      st,
-		Lister:      lister,
-		View:        func(ctx context.Context, fn func(location.Reader) error) error { return fn(st) },
-		LookupError: func(_ string, err error) error { return err },
-	}, Config{Profile: dshcompat.Default})
-	if err != nil {
-		b.Fatal(err)
-	}
 	h := s.Handler()
 	var list, page time.Duration
 	var ratios []float64
@@ -95,23 +105,7 @@ func BenchmarkDescendantsPage(b *testing.B) {
 // 20 hits, the default (first/cli, against the CLI's -n 20).
 func BenchmarkSearchAPI(b *testing.B) {
 	ctx := context.Background()
-	st, err := sqlitepersist.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlitepersist.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	if _, err := gencorpus.Generate(ctx, st, gencorpus.Spec{Children: 2_000, Sessions: 2_001, MinEvents: 8, MaxEvents: 16}); err != nil {
-		b.Fatal(err)
-	}
-	s, err := New(Corpus{
-		Reader:      st,
-		Lister:      func() *subagent.Lister { return subagent.NewStoreLister(st, st, 4) },
-		View:        func(ctx context.Context, fn func(location.Reader) error) error { return fn(st) },
-		LookupError: func(_ string, err error) error { return err },
-	}, Config{Profile: dshcompat.Default})
-	if err != nil {
-		b.Fatal(err)
-	}
+	st, s := benchServer(b, 2_000)
 	h := s.Handler()
 	q, err := search.Parse("ladder")
 	if err != nil {

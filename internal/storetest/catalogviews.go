@@ -185,11 +185,7 @@ func logEvidence(e *env, id string, createdAt int64) catalog.Evidence {
 func viewString(entries []backend.CatalogEntry) string {
 	parts := make([]string, len(entries))
 	for i, e := range entries {
-		label := "<absent>"
-		if e.Label != nil {
-			label = fmt.Sprintf("%q", *e.Label)
-		}
-		parts[i] = fmt.Sprintf("%s:%s:%s", e.ID, e.Mode, label)
+		parts[i] = identityString(e.ID, e.Mode, e.Label)
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
@@ -197,11 +193,17 @@ func viewString(entries []backend.CatalogEntry) string {
 func entriesString(rows []subagent.Row) string {
 	parts := make([]string, len(rows))
 	for i, r := range rows {
-		label := "<absent>"
-		if r.Label != nil {
-			label = fmt.Sprintf("%q", *r.Label)
-		}
-		parts[i] = fmt.Sprintf("%s:%s:%s", r.ID, r.Mode, label)
+		parts[i] = identityString(r.ID, string(r.Mode), r.Label)
 	}
 	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// identityString is an entry's or a row's id, mode and label as the
+// failures print them, an absent label told from an empty one.
+func identityString(id, mode string, label *string) string {
+	l := "<absent>"
+	if label != nil {
+		l = fmt.Sprintf("%q", *label)
+	}
+	return fmt.Sprintf("%s:%s:%s", id, mode, l)
 }
