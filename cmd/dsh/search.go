@@ -12,7 +12,6 @@ import (
 	"github.com/dsh-project/dsh/internal/dsherr"
 	"github.com/dsh-project/dsh/internal/location"
 	"github.com/dsh-project/dsh/internal/render"
-	"github.com/dsh-project/dsh/internal/report"
 	"github.com/dsh-project/dsh/internal/search"
 )
 
@@ -154,17 +153,7 @@ func runSearch(ctx context.Context, a *app, src *sourceFlags, q *search.Query, o
 		if _, err := r.Reader.Header(ctx, parent); err != nil {
 			return nil, r.LookupError(parent, err)
 		}
-		profile, err := a.profile()
-		if err != nil {
-			return nil, err
-		}
-		cfg, err := a.config()
-		if err != nil {
-			return nil, err
-		}
-		l := r.Lister(cfg.ColdConcurrency)
-		l.Profile = profile
-		listing, err := report.List(ctx, l, parent, corpus.ScopeDescendants)
+		listing, err := subtreeListing(ctx, a, r, parent)
 		if err != nil {
 			return nil, err
 		}

@@ -141,17 +141,7 @@ func readUsage(ctx context.Context, a *app, src *sourceFlags, ids []string, subt
 		})
 		return records, err
 	}
-	profile, err := a.profile()
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := a.config()
-	if err != nil {
-		return nil, err
-	}
-	l := r.Lister(cfg.ColdConcurrency)
-	l.Profile = profile
-	listing, err := report.List(ctx, l, ids[0], corpus.ScopeDescendants)
+	listing, err := subtreeListing(ctx, a, r, ids[0])
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +150,23 @@ func readUsage(ctx context.Context, a *app, src *sourceFlags, ids []string, subt
 		return err
 	})
 	return records, err
+}
+
+// subtreeListing is parent's descendants as dsh list --scope descendants
+// lists them under the chosen profile and configuration: the tree usage
+// rolls up and search searches.
+func subtreeListing(ctx context.Context, a *app, r *location.Corpus, parent string) (report.Listing, error) {
+	profile, err := a.profile()
+	if err != nil {
+		return report.Listing{}, err
+	}
+	cfg, err := a.config()
+	if err != nil {
+		return report.Listing{}, err
+	}
+	l := r.Lister(cfg.ColdConcurrency)
+	l.Profile = profile
+	return report.List(ctx, l, parent, corpus.ScopeDescendants)
 }
 
 // damageNote is the stderr line for a record that is not a whole log's

@@ -240,19 +240,26 @@ func (l *Lister) resolve(ctx context.Context, enumerate func(*corpus.Corpus, cor
 		recs, stored, err = enumerate(c, headers)
 		return err
 	}
+	if err := l.inSnapshot(ctx, read); err != nil {
+		return nil, err
+	}
+	return l.resolveRecords(ctx, recs, stored, scope)
+}
+
+// inSnapshot calls read with the lister's headers and live records, in
+// one snapshot of them when the lister has one (Snapshot); an error once
+// ctx is done is ErrCancelled.
+func (l *Lister) inSnapshot(ctx context.Context, read func(corpus.HeaderSource, corpus.LiveSource) error) error {
 	var err error
 	if l.Snapshot != nil {
 		err = l.Snapshot(ctx, l.Headers, l.Live, read)
 	} else {
 		err = read(l.Headers, l.Live)
 	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ErrCancelled
-		}
-		return nil, err
+	if err != nil && ctx.Err() != nil {
+		return ErrCancelled
 	}
-	return l.resolveRecords(ctx, recs, stored, scope)
+	return err
 }
 
 // mounted is DSH's first preparation step: a listing without the projection

@@ -180,15 +180,7 @@ func (l *Lister) listResolved(ctx context.Context, parent string) (rows []Row, o
 		ok = true
 		return nil
 	}
-	if l.Snapshot != nil {
-		err = l.Snapshot(ctx, l.Headers, l.Live, read)
-	} else {
-		err = read(l.Headers, l.Live)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, false, ErrCancelled
-		}
+	if err = l.inSnapshot(ctx, read); err != nil {
 		return nil, false, err
 	}
 	if !ok {
