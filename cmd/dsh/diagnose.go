@@ -154,9 +154,18 @@ func (o *diagnoseOptions) validate(cmd *cobra.Command) (diagnose.Selection, diag
 	return diagnose.Selection{IDs: o.ids, Parent: o.parent, HasParent: flags.Changed("parent"), Scope: scope, All: o.all}, failOn, nil
 }
 
+// diagnoseFocus is the session an audit of one parent's children reads
+// about (sourceFlags.open), "" for any other audit.
+func diagnoseFocus(sel diagnose.Selection) string {
+	if sel.HasParent && sel.Scope == corpus.ScopeChildren {
+		return sel.Parent
+	}
+	return ""
+}
+
 // runDiagnose is `dsh diagnose` over the database or, read in place, --source.
 func runDiagnose(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, opts diagnoseOptions, sel diagnose.Selection, failOn diagnose.Severity) (err error) {
-	r, err := src.open(ctx, a)
+	r, err := src.open(ctx, a, diagnoseFocus(sel))
 	if err != nil {
 		return err
 	}

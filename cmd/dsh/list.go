@@ -196,10 +196,19 @@ and -o json, agents and tree are refused too.
 	return cmd
 }
 
+// listFocus is the session a listing of its children reads about
+// (sourceFlags.open); a listing of descendants reads about the tree.
+func listFocus(opts listOptions, scope corpus.Scope) string {
+	if scope == corpus.ScopeChildren {
+		return opts.parent
+	}
+	return ""
+}
+
 // runList is `dsh list` over the database or --source.
 func runList(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, opts listOptions, scope corpus.Scope) (err error) {
 	src.strict = opts.strict
-	r, err := src.open(ctx, a)
+	r, err := src.open(ctx, a, listFocus(opts, scope))
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func checkWatch(opts listOptions, p *render.Printer) error {
 // change, until SIGINT or SIGTERM ends it (exit 0).
 func runListWatch(ctx context.Context, a *app, src *sourceFlags, p *render.Printer, opts listOptions, scope corpus.Scope) (err error) {
 	src.strict = opts.strict
-	r, err := src.open(ctx, a)
+	r, err := src.open(ctx, a, listFocus(opts, scope))
 	if err != nil {
 		return endOfWatch(ctx, err)
 	}

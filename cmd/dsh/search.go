@@ -144,7 +144,7 @@ Read-only.
 // runSearch searches the corpus: every session, or parent and the sessions
 // its listing shows below it.
 func runSearch(ctx context.Context, a *app, src *sourceFlags, q *search.Query, o search.Options, withParent bool, parent string, scope corpus.Scope) (_ *search.Result, err error) {
-	r, err := src.open(ctx, a)
+	r, err := src.open(ctx, a, "")
 	if err != nil {
 		return nil, err
 	}

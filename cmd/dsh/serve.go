@@ -102,7 +102,7 @@ func runServe(ctx context.Context, a *app, src *sourceFlags, listen, token strin
 	if err != nil {
 		return err
 	}
-	r, err := src.open(ctx, a)
+	r, err := src.open(ctx, a, "")
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func runSessionEvents(ctx context.Context, a *app, src *sourceFlags, id string, 
 	if err != nil {
 		return err
 	}
-	r, err := src.open(ctx, a)
+	r, err := src.open(ctx, a, id)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func showSession(ctx context.Context, a *app, src *sourceFlags, id string) (v re
 	if err := checkSessionID("session show", id); err != nil {
 		return v, err
 	}
-	r, err := src.open(ctx, a)
+	r, err := src.open(ctx, a, id)
 	if err != nil {
 		return v, err
 	}

@@ -56,7 +56,9 @@ func completeSourcePrefix(_ *cobra.Command, _ []string, toComplete string) ([]co
 
 // open opens what the command reads, read-only: the source when --source is
 // given (--source-cache alone is a usage error), the database otherwise.
-func (s *sourceFlags) open(ctx context.Context, a *app) (*location.Corpus, error) {
+// focus is the one session the command reads about, with its children
+// (location.Options.Focus), or "".
+func (s *sourceFlags) open(ctx context.Context, a *app, focus string) (*location.Corpus, error) {
 	flags := s.cmd.Flags()
 	if err := refuseEmptyFlags(s.cmd, "source", "source-cache"); err != nil {
 		return nil, err
@@ -76,7 +78,7 @@ func (s *sourceFlags) open(ctx context.Context, a *app) (*location.Corpus, error
 	if err != nil {
 		return nil, err
 	}
-	opts.CacheFile, opts.Strict = s.cache, s.strict
+	opts.CacheFile, opts.Strict, opts.Focus = s.cache, s.strict, focus
 	return location.Open(ctx, spec, opts)
 }
 

@@ -123,7 +123,7 @@ Read-only.
 // readUsage reads the records dsh usage prints: of ids, or of the subtree
 // of ids[0] as its listing shows it.
 func readUsage(ctx context.Context, a *app, src *sourceFlags, ids []string, subtree bool, scope corpus.Scope) (_ []usage.Record, err error) {
-	r, err := src.open(ctx, a)
+	r, err := src.open(ctx, a, "")
 	if err != nil {
 		return nil, err
 	}

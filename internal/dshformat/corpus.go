@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dsh-project/dsh/internal/backend"
@@ -25,10 +27,18 @@ import (
 type Corpus struct {
 	src  Source
 	name string
-	// n and at are the source's headers by position, in id order: read
-	// from the source's own index when it has one (a JSONL tree's is
-	// packed), never copied, since the index is held for a whole
-	// listing, audit or import and grows with the corpus.
+	// ix is the index of the source's headers; a focused source's is
+	// replaced once by its whole corpus's (widened).
+	ix atomic.Pointer[corpusIndex]
+	// widening serializes widened.
+	widening sync.Mutex
+}
+
+// corpusIndex is a source's headers by position in id order, read from
+// the source's own index when it has one (a JSONL tree's is packed),
+// never copied, since the index is held for a whole listing, audit or
+// import and grows with the corpus.
+type corpusIndex struct {
 	n  int
 	at func(int) session.Header
 	// byID is the positions in id order when the source's are not (nil
@@ -37,6 +47,10 @@ type Corpus struct {
 	// byParent is the positions of the headers with a parent, in
 	// (parent, createdAt, id) order: a parent's children are one run.
 	byParent []int32
+	// focus is set when the index holds only one session and its
+	// children (OpenJSONLFocused): a question about any other session
+	// that the focus cannot answer exactly widens the corpus first.
+	focus *focus
 }
 
 // The read side of the contract and the read-side capabilities a foreign
@@ -51,103 +65,167 @@ var (
 // indexedSource is a Source that lends its headers by position, in the
 // order Headers returns them, without copying them.
 type indexedSource interface {
-	NumHeaders() int
-	HeaderAt(i int) session.Header
+	HeaderIndex(ctx context.Context) (n int, at func(int) session.Header, err error)
+}
+
+// focusableSource is a Source whose index may be focused on one session
+// (a JSONL tree opened by OpenJSONLFocused).
+type focusableSource interface {
+	view() sourceView
+	widen(ctx context.Context) error
 }
 
 // NewCorpus indexes src's headers. name says where the corpus is (for
 // messages); the caller keeps closing src.
 func NewCorpus(ctx context.Context, src Source, name string) (*Corpus, error) {
 	c := &Corpus{src: src, name: name}
-	if idx, ok := src.(indexedSource); ok {
-		c.n, c.at = idx.NumHeaders(), idx.HeaderAt
-	} else {
-		headers, err := src.Headers(ctx)
+	ix, err := c.index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.ix.Store(ix)
+	return c, nil
+}
+
+// index reads the source's index as it stands.
+func (c *Corpus) index(ctx context.Context) (*corpusIndex, error) {
+	ix := &corpusIndex{}
+	switch src := c.src.(type) {
+	case focusableSource:
+		v := src.view()
+		ix.n, ix.at, ix.focus = v.n, v.at, v.focus
+	case indexedSource:
+		n, at, err := src.HeaderIndex(ctx)
 		if err != nil {
 			return nil, err
 		}
-		c.n, c.at = len(headers), func(i int) session.Header { return headers[i] }
+		ix.n, ix.at = n, at
+	default:
+		headers, err := c.src.Headers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ix.n, ix.at = len(headers), func(i int) session.Header { return headers[i] }
 	}
-	if int64(c.n) > math.MaxInt32 {
-		return nil, fmt.Errorf("%s: %d sessions are more than a corpus read in place indexes", name, c.n)
+	if int64(ix.n) > math.MaxInt32 {
+		return nil, fmt.Errorf("%s: %d sessions are more than a corpus read in place indexes", c.name, ix.n)
 	}
 	sorted := true
-	for i := 0; i < c.n; i++ {
-		h := c.at(i)
-		if i > 0 && sorted && c.at(i-1).ID > h.ID {
+	for i := 0; i < ix.n; i++ {
+		h := ix.at(i)
+		if i > 0 && sorted && ix.at(i-1).ID > h.ID {
 			sorted = false
 		}
 		if h.ParentSession != nil {
-			c.byParent = append(c.byParent, int32(i))
+			ix.byParent = append(ix.byParent, int32(i))
 		}
 	}
 	if !sorted {
-		c.byID = make([]int32, c.n)
-		for i := range c.byID {
-			c.byID[i] = int32(i)
+		ix.byID = make([]int32, ix.n)
+		for i := range ix.byID {
+			ix.byID[i] = int32(i)
 		}
-		slices.SortStableFunc(c.byID, func(a, b int32) int { return strings.Compare(c.at(int(a)).ID, c.at(int(b)).ID) })
+		slices.SortStableFunc(ix.byID, func(a, b int32) int { return strings.Compare(ix.at(int(a)).ID, ix.at(int(b)).ID) })
 	}
-	c.byParent = slices.Clip(c.byParent)
-	slices.SortFunc(c.byParent, func(a, b int32) int {
-		ha, hb := c.at(int(a)), c.at(int(b))
+	ix.byParent = slices.Clip(ix.byParent)
+	slices.SortFunc(ix.byParent, func(a, b int32) int {
+		ha, hb := ix.at(int(a)), ix.at(int(b))
 		if c := strings.Compare(*ha.ParentSession, *hb.ParentSession); c != 0 {
 			return c
 		}
 		return byCreatedThenID(ha, hb)
 	})
-	return c, ctx.Err()
+	return ix, ctx.Err()
+}
+
+// whole is the index of the whole corpus: a focused one is widened.
+func (c *Corpus) whole(ctx context.Context) (*corpusIndex, error) {
+	if ix := c.ix.Load(); ix.focus == nil {
+		return ix, nil
+	}
+	c.widening.Lock()
+	defer c.widening.Unlock()
+	if ix := c.ix.Load(); ix.focus == nil {
+		return ix, nil
+	}
+	if err := c.src.(focusableSource).widen(ctx); err != nil {
+		return nil, dsherr.Wrap(dsherr.StoreUnavailable, err, "read %s", c.name)
+	}
+	ix, err := c.index(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.ix.Store(ix)
+	return ix, nil
 }
 
 // idAt is the position of the i-th header in id order.
-func (c *Corpus) idAt(i int) int {
-	if c.byID == nil {
+func (ix *corpusIndex) idAt(i int) int {
+	if ix.byID == nil {
 		return i
 	}
-	return int(c.byID[i])
+	return int(ix.byID[i])
 }
 
-// lookup finds session id's header: the last of the headers with that id.
-func (c *Corpus) lookup(id string) (session.Header, bool) {
-	end := sort.Search(c.n, func(i int) bool { return c.at(c.idAt(i)).ID > id })
+// lookup finds session id's header in the index: the last of the
+// headers with that id.
+func (ix *corpusIndex) lookup(id string) (session.Header, bool) {
+	end := sort.Search(ix.n, func(i int) bool { return ix.at(ix.idAt(i)).ID > id })
 	if end == 0 {
 		return session.Header{}, false
 	}
-	h := c.at(c.idAt(end - 1))
+	h := ix.at(ix.idAt(end - 1))
 	return h, h.ID == id
 }
 
-// childPositions is parent's children, positions in (createdAt, id) order.
-func (c *Corpus) childPositions(parent string) []int32 {
-	start := sort.Search(len(c.byParent), func(i int) bool { return *c.at(int(c.byParent[i])).ParentSession >= parent })
-	end := start
-	for end < len(c.byParent) && *c.at(int(c.byParent[end])).ParentSession == parent {
-		end++
+// lookup finds session id's header, widening a focused corpus when id
+// may be a session the focus did not keep.
+func (c *Corpus) lookup(ctx context.Context, id string) (session.Header, bool, error) {
+	ix := c.ix.Load()
+	if h, ok := ix.lookup(id); ok || ix.focus == nil || !ix.focus.mayHold(id) {
+		return h, ok, nil
 	}
-	return c.byParent[start:end]
+	ix, err := c.whole(ctx)
+	if err != nil {
+		return session.Header{}, false, err
+	}
+	h, ok := ix.lookup(id)
+	return h, ok, nil
 }
 
-// children returns parent's children in (createdAt, id) order.
-func (c *Corpus) children(parent string) iter.Seq[session.Header] {
-	return func(yield func(session.Header) bool) {
-		for _, i := range c.childPositions(parent) {
-			if !yield(c.at(int(i))) {
-				return
-			}
-		}
+// childPositions is parent's children, positions in (createdAt, id) order.
+func (ix *corpusIndex) childPositions(parent string) []int32 {
+	start := sort.Search(len(ix.byParent), func(i int) bool { return *ix.at(int(ix.byParent[i])).ParentSession >= parent })
+	end := start
+	for end < len(ix.byParent) && *ix.at(int(ix.byParent[end])).ParentSession == parent {
+		end++
 	}
+	return ix.byParent[start:end]
+}
+
+// childrenIndex is an index that holds all of parent's children: a
+// focused one only for the focus.
+func (c *Corpus) childrenIndex(ctx context.Context, parent string) (*corpusIndex, error) {
+	if ix := c.ix.Load(); ix.focus == nil || ix.focus.id == parent {
+		return ix, nil
+	}
+	return c.whole(ctx)
 }
 
 // hasSubagentChild reports whether one of parent's children is a subagent.
 func (c *Corpus) hasSubagentChild(parent string) bool {
-	return slices.ContainsFunc(c.childPositions(parent), func(i int32) bool { return c.at(int(i)).IsSubagent() })
+	ix := c.ix.Load()
+	if ix.focus != nil {
+		return ix.focus.hasSubagentChild(parent)
+	}
+	return slices.ContainsFunc(ix.childPositions(parent), func(i int32) bool { return ix.at(int(i)).IsSubagent() })
 }
 
 // all yields the headers in the source's order (by id).
-func (c *Corpus) all() iter.Seq[session.Header] {
+func (ix *corpusIndex) all() iter.Seq[session.Header] {
 	return func(yield func(session.Header) bool) {
-		for i := 0; i < c.n; i++ {
-			if !yield(c.at(i)) {
+		for i := 0; i < ix.n; i++ {
+			if !yield(ix.at(i)) {
 				return
 			}
 		}
@@ -183,7 +261,10 @@ func (c *Corpus) Header(ctx context.Context, id string) (session.Header, error) 
 	if err := ctx.Err(); err != nil {
 		return session.Header{}, err
 	}
-	h, ok := c.lookup(id)
+	h, ok, err := c.lookup(ctx, id)
+	if err != nil {
+		return session.Header{}, err
+	}
 	if !ok {
 		return session.Header{}, c.notFound(id)
 	}
@@ -192,11 +273,15 @@ func (c *Corpus) Header(ctx context.Context, id string) (session.Header, error) 
 
 // ChildrenOf implements backend.ChildrenReader.
 func (c *Corpus) ChildrenOf(ctx context.Context, parentID string, fn func(session.Header) error) error {
-	for h := range c.children(parentID) {
+	ix, err := c.childrenIndex(ctx, parentID)
+	if err != nil {
+		return err
+	}
+	for _, i := range ix.childPositions(parentID) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := fn(h); err != nil {
+		if err := fn(ix.at(int(i))); err != nil {
 			return err
 		}
 	}
@@ -221,7 +306,11 @@ func (c *Corpus) SubagentParents(ctx context.Context, ids []string) (map[string]
 
 // ListHeaders implements backend.SessionLister, in id order.
 func (c *Corpus) ListHeaders(ctx context.Context, fn func(session.Header) error) error {
-	for h := range c.all() {
+	ix, err := c.whole(ctx)
+	if err != nil {
+		return err
+	}
+	for h := range ix.all() {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -234,11 +323,18 @@ func (c *Corpus) ListHeaders(ctx context.Context, fn func(session.Header) error)
 
 // CountSessions implements backend.SessionLister.
 func (c *Corpus) CountSessions(ctx context.Context, subagentOnly bool) (int, error) {
+	if ix := c.ix.Load(); ix.focus != nil && !subagentOnly {
+		return len(ix.focus.ids), ctx.Err()
+	}
+	ix, err := c.whole(ctx)
+	if err != nil {
+		return 0, err
+	}
 	if !subagentOnly {
-		return c.n, ctx.Err()
+		return ix.n, ctx.Err()
 	}
 	n := 0
-	for h := range c.all() {
+	for h := range ix.all() {
 		if h.IsSubagent() {
 			n++
 		}
@@ -248,20 +344,27 @@ func (c *Corpus) CountSessions(ctx context.Context, subagentOnly bool) (int, err
 
 // HasSessions implements backend.SessionLister.
 func (c *Corpus) HasSessions(ctx context.Context) (bool, error) {
-	return c.n > 0, ctx.Err()
+	if ix := c.ix.Load(); ix.focus != nil {
+		return len(ix.focus.ids) > 0, ctx.Err()
+	}
+	return c.ix.Load().n > 0, ctx.Err()
 }
 
 // EachParent implements backend.SessionLister.
 func (c *Corpus) EachParent(ctx context.Context, subagentOnly bool, fn func(parent string) error) error {
+	ix, err := c.whole(ctx)
+	if err != nil {
+		return err
+	}
 	// byParent is in parent order: each parent is one run of it.
-	for i := 0; i < len(c.byParent); {
+	for i := 0; i < len(ix.byParent); {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		p := *c.at(int(c.byParent[i])).ParentSession
-		kids := c.childPositions(p)
+		p := *ix.at(int(ix.byParent[i])).ParentSession
+		kids := ix.childPositions(p)
 		i += len(kids)
-		if subagentOnly && !slices.ContainsFunc(kids, func(k int32) bool { return c.at(int(k)).IsSubagent() }) {
+		if subagentOnly && !slices.ContainsFunc(kids, func(k int32) bool { return ix.at(int(k)).IsSubagent() }) {
 			continue
 		}
 		if err := fn(p); err != nil {
@@ -273,18 +376,22 @@ func (c *Corpus) EachParent(ctx context.Context, subagentOnly bool, fn func(pare
 
 // RootHeaders implements backend.SessionLister.
 func (c *Corpus) RootHeaders(ctx context.Context, subagentOnly bool, fn func(session.Header) error) error {
+	ix, err := c.whole(ctx)
+	if err != nil {
+		return err
+	}
 	var roots []int32
-	for i := 0; i < c.n; i++ {
-		if h := c.at(i); h.ParentSession == nil && (!subagentOnly || h.IsSubagent()) {
+	for i := 0; i < ix.n; i++ {
+		if h := ix.at(i); h.ParentSession == nil && (!subagentOnly || h.IsSubagent()) {
 			roots = append(roots, int32(i))
 		}
 	}
-	slices.SortFunc(roots, func(a, b int32) int { return byCreatedThenID(c.at(int(a)), c.at(int(b))) })
+	slices.SortFunc(roots, func(a, b int32) int { return byCreatedThenID(ix.at(int(a)), ix.at(int(b))) })
 	for _, i := range roots {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := fn(c.at(int(i))); err != nil {
+		if err := fn(ix.at(int(i))); err != nil {
 			return err
 		}
 	}
@@ -297,7 +404,11 @@ func (c *Corpus) RootHeaders(ctx context.Context, subagentOnly bool, fn func(ses
 // subagent/catalog event, and also when its log cannot be read at all,
 // since what it holds is then unknown.
 func (c *Corpus) CatalogSessions(ctx context.Context, fn func(id string) error) error {
-	for h := range c.all() {
+	ix, err := c.whole(ctx)
+	if err != nil {
+		return err
+	}
+	for h := range ix.all() {
 		a, err := c.Audit(ctx, h.ID)
 		if err != nil {
 			return err

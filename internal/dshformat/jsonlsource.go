@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/dsh-project/dsh/internal/boundedfile"
 	"github.com/dsh-project/dsh/internal/session"
@@ -52,17 +55,31 @@ func fileGeneration(name string) (stem string, gen int64, ok bool) {
 
 type jsonlSource struct {
 	root string
+	// dir is the directory walked: root with its links resolved.
+	dir string
 	// prefix is the root the walk started from, with a trailing
 	// separator: the index keeps paths without it.
 	prefix string
-	// index holds the sessions offered, sorted by id (then path).
+	// state is what the walk found; a focused source's is replaced once
+	// by widen.
+	state atomic.Pointer[jsonlState]
+	// widening serializes widen.
+	widening sync.Mutex
+}
+
+// jsonlState is what one walk of a JSONL corpus found.
+type jsonlState struct {
+	// index holds the sessions offered, sorted by id (then path): all of
+	// them, or a focus's only.
 	index    *packedHeaders
 	problems []Problem
+	// focus is set when index holds only the sessions of one focus.
+	focus *focus
 }
 
 // find locates session id in the index.
-func (s *jsonlSource) find(id string) (int, bool) {
-	return slices.BinarySearchFunc(s.index.recs, id, func(r packedHeader, id string) int { return strings.Compare(s.index.get(r.id), id) })
+func (st *jsonlState) find(id string) (int, bool) {
+	return slices.BinarySearchFunc(st.index.recs, id, func(r packedHeader, id string) int { return strings.Compare(st.index.get(r.id), id) })
 }
 
 type jsonlFile struct {
@@ -86,140 +103,190 @@ type jsonlFile struct {
 // opening; files that do not yield one are reported by Problems.
 // Symbolic links to files are followed, links to directories are not.
 func OpenJSONL(ctx context.Context, path string) (Source, error) {
+	return OpenJSONLFocused(ctx, path, "")
+}
+
+// OpenJSONLFocused is OpenJSONL for a read about one session: every
+// header is still read, checked and counted (the problems, the
+// duplicate ids, which ids exist), but only session id's and its
+// children's are kept whole, so that the memory a listing or an audit of
+// one parent holds does not grow with the corpus. A question the focus
+// cannot answer exactly — about another session that may exist, or the
+// corpus as a whole — makes the source read the corpus again and keep
+// everything (NewCorpus's Corpus does so), so answers never depend on the
+// focus. An empty id is no focus.
+func OpenJSONLFocused(ctx context.Context, path, id string) (Source, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("open JSONL source: %w", err)
 	}
-	src := &jsonlSource{root: path}
-	d := &discovery{src: src, index: newPackedHeaders()}
 	if !info.IsDir() && !info.Mode().IsRegular() {
 		// Refused before anything opens it: a FIFO would block.
 		return nil, fmt.Errorf("open JSONL source: %w", boundedfile.NotRegular(path, info.Mode()))
 	}
+	src := &jsonlSource{root: path}
 	if !info.IsDir() {
 		if _, _, ok := fileGeneration(filepath.Base(path)); !ok {
 			return nil, fmt.Errorf("open JSONL source %s: not a .jsonl or .jsonl.zstd session file", path)
 		}
-		if err := d.read(ctx, []string{path}); err != nil {
+		// A single file has nothing to focus on.
+		st, err := src.walk(ctx, "", func(d *discovery) error { return d.read(ctx, []string{path}) })
+		if err != nil {
 			return nil, err
 		}
-		src.finish(d.index)
+		src.state.Store(st)
 		return src, nil
 	}
-	// WalkDir does not follow a symbolic link even as its root.
+	// A walk does not follow a symbolic link, so the root's is resolved.
 	root, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return nil, fmt.Errorf("open JSONL source: %w", err)
 	}
-	src.prefix = root
+	src.dir, src.prefix = root, root
 	if !strings.HasSuffix(root, string(filepath.Separator)) {
 		src.prefix += string(filepath.Separator)
 	}
-	walkErr := filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return ctxErr
-		}
-		if err != nil {
-			src.problems = append(src.problems, Problem{Path: p, Err: err})
-			if de != nil && de.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if _, _, ok := fileGeneration(de.Name()); !ok || p == root {
-			return nil
-		}
-		if de.Type().IsRegular() {
-			return d.candidate(ctx, p)
-		}
-		// A session file's name on anything else — a FIFO, a device, a
-		// directory, a link to one — is a session DSH cannot read (its
-		// lookup treats only a missing file as absent): reported, never
-		// opened (a FIFO would block), never skipped in silence.
-		mode := de.Type()
-		if mode&fs.ModeSymlink != 0 {
-			target, err := os.Stat(p)
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				return nil // a dangling link: absent, as for DSH
-			case err != nil:
-				src.problems = append(src.problems, Problem{Path: p, Err: corruptAt(p, "", "cannot read session header", err)})
-				return nil
-			case target.Mode().IsRegular():
-				return d.candidate(ctx, p)
-			}
-			mode = target.Mode()
-		}
-		src.problems = append(src.problems, Problem{Path: p, Err: corruptAt(p, "", "cannot read session header", boundedfile.NotRegular("", mode))})
-		return nil
-	})
-	if walkErr != nil {
-		return nil, fmt.Errorf("open JSONL source %s: %w", path, walkErr)
+	st, err := src.walkTree(ctx, id)
+	if err != nil {
+		return nil, err
 	}
-	for len(d.pending) > 0 {
-		if err := d.pop(ctx); err != nil {
+	if st.focus != nil && st.focus.ambiguous() {
+		// Two sessions share an id (or, rarely, a hash): finding which
+		// takes their ids whole.
+		if st, err = src.walkTree(ctx, ""); err != nil {
 			return nil, err
 		}
 	}
-	src.finish(d.index)
+	src.state.Store(st)
 	return src, nil
 }
 
-// discovery reads the headers of the session files a walk finds, one
-// directory at a time as the walk leaves it: the walk's candidates are
-// never all held (a corpus of 100,000 sessions has as many paths).
-type discovery struct {
-	src   *jsonlSource
-	index *packedHeaders
-	// pending are the directories on the walk's current path holding
-	// session files not read yet, outermost first. A walk visits a
-	// directory's entries in order and never comes back to it once it
-	// has left it, so a directory is complete when the walk finds a file
-	// outside it.
-	pending []pendingDir
-}
-
-type pendingDir struct {
-	dir   string
-	paths []string
-}
-
-// candidate takes session file p, found by the walk.
-func (d *discovery) candidate(ctx context.Context, p string) error {
-	dir := filepath.Dir(p)
-	for len(d.pending) > 0 {
-		top := &d.pending[len(d.pending)-1]
-		if top.dir == dir {
-			top.paths = append(top.paths, p)
-			return nil
-		}
-		if within(dir, top.dir) {
-			break
-		}
-		if err := d.pop(ctx); err != nil {
-			return err
-		}
+// walkTree walks the source's directory, focused on session id unless
+// it is "".
+func (s *jsonlSource) walkTree(ctx context.Context, id string) (*jsonlState, error) {
+	st, err := s.walk(ctx, id, func(d *discovery) error { return d.walkDir(ctx, s.dir) })
+	if err != nil {
+		return nil, fmt.Errorf("open JSONL source %s: %w", s.root, err)
 	}
-	d.pending = append(d.pending, pendingDir{dir: dir, paths: []string{p}})
+	return st, nil
+}
+
+// walk runs find over a new discovery and completes what it found.
+func (s *jsonlSource) walk(ctx context.Context, id string, find func(*discovery) error) (*jsonlState, error) {
+	d := &discovery{src: s, st: &jsonlState{}, index: newPackedHeaders()}
+	if id != "" {
+		d.st.focus = newFocus(id)
+	}
+	if err := find(d); err != nil {
+		return nil, err
+	}
+	d.st.finish(d.index, s.prefix)
+	return d.st, nil
+}
+
+// widen replaces a focused source's index by the whole corpus's, read
+// again; a source that is not focused is left as it is.
+func (s *jsonlSource) widen(ctx context.Context) error {
+	s.widening.Lock()
+	defer s.widening.Unlock()
+	if s.state.Load().focus == nil {
+		return nil
+	}
+	st, err := s.walkTree(ctx, "")
+	if err != nil {
+		return err
+	}
+	s.state.Store(st)
 	return nil
 }
 
-// within reports whether dir is below ancestor.
-func within(dir, ancestor string) bool {
-	if !strings.HasSuffix(ancestor, string(filepath.Separator)) {
-		ancestor += string(filepath.Separator)
-	}
-	return strings.HasPrefix(dir, ancestor)
+// discovery reads the headers of the session files a walk finds, one
+// directory at a time.
+type discovery struct {
+	src   *jsonlSource
+	st    *jsonlState
+	index *packedHeaders
 }
 
-// pop reads the innermost pending directory's session files.
-func (d *discovery) pop(ctx context.Context) error {
-	last := len(d.pending) - 1
-	paths := d.pending[last].paths
-	d.pending[last] = pendingDir{}
-	d.pending = d.pending[:last]
-	return d.read(ctx, paths)
+// dirBatch is how many entries of a directory a walk reads at a time: a
+// project directory of DSH's layout holds one per session, which read at
+// once would all be held at once.
+const dirBatch = 512
+
+// walkDir reads the session files of dir and its subdirectories. A
+// directory's entries are read in batches, each subdirectory walked as it
+// is met, and the session files directly in dir read once its listing is
+// done (the generations of one role are chosen among all of them).
+func (d *discovery) walkDir(ctx context.Context, dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		d.problem(Problem{Path: dir, Err: err})
+		return nil
+	}
+	defer f.Close()
+	var files []string
+	for {
+		entries, err := f.ReadDir(dirBatch)
+		for _, de := range entries {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := d.entry(ctx, filepath.Join(dir, de.Name()), de, &files); err != nil {
+				return err
+			}
+		}
+		if errors.Is(err, io.EOF) || err == nil && len(entries) == 0 {
+			break
+		}
+		if err != nil {
+			d.problem(Problem{Path: dir, Err: err})
+			break
+		}
+	}
+	return d.read(ctx, files)
 }
+
+// entry takes directory entry de at path p: a subdirectory is walked, a
+// session file is added to files.
+func (d *discovery) entry(ctx context.Context, p string, de fs.DirEntry, files *[]string) error {
+	_, _, session := fileGeneration(de.Name())
+	if de.IsDir() {
+		if session {
+			d.problem(Problem{Path: p, Err: corruptAt(p, "", "cannot read session header", boundedfile.NotRegular("", de.Type()))})
+		}
+		return d.walkDir(ctx, p)
+	}
+	if !session {
+		return nil
+	}
+	if de.Type().IsRegular() {
+		*files = append(*files, p)
+		return nil
+	}
+	// A session file's name on anything else — a FIFO, a device, a
+	// directory, a link to one — is a session DSH cannot read (its
+	// lookup treats only a missing file as absent): reported, never
+	// opened (a FIFO would block), never skipped in silence.
+	mode := de.Type()
+	if mode&fs.ModeSymlink != 0 {
+		target, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil // a dangling link: absent, as for DSH
+		case err != nil:
+			d.problem(Problem{Path: p, Err: corruptAt(p, "", "cannot read session header", err)})
+			return nil
+		case target.Mode().IsRegular():
+			*files = append(*files, p)
+			return nil
+		}
+		mode = target.Mode()
+	}
+	d.problem(Problem{Path: p, Err: corruptAt(p, "", "cannot read session header", boundedfile.NotRegular("", mode))})
+	return nil
+}
+
+func (d *discovery) problem(p Problem) { d.st.problems = append(d.st.problems, p) }
 
 func isSessionFileName(name string) bool {
 	return strings.HasSuffix(name, suffixPlain) || strings.HasSuffix(name, suffixZstd)
@@ -267,7 +334,6 @@ func selectGenerations(paths []string) [][]jsonlFile {
 // read reads the header of each selected file of paths (all the session
 // files of their directories) into the index.
 func (d *discovery) read(ctx context.Context, paths []string) error {
-	s := d.src
 	for _, group := range selectGenerations(paths) {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -291,10 +357,10 @@ func (d *discovery) read(ctx context.Context, paths []string) error {
 			}
 		case errors.As(err, &refusal):
 			refusal.Path = file.path
-			s.problems = append(s.problems, Problem{Path: file.path, ID: refusal.Session, Err: refusal})
+			d.problem(Problem{Path: file.path, ID: refusal.Session, Err: refusal})
 			continue
 		case err != nil && !listable:
-			s.problems = append(s.problems, Problem{Path: file.path, Err: corruptAt(file.path, "", "cannot read session header", err)})
+			d.problem(Problem{Path: file.path, Err: corruptAt(file.path, "", "cannot read session header", err)})
 			continue
 		}
 		if file.refused == nil {
@@ -304,8 +370,11 @@ func (d *discovery) read(ctx context.Context, paths []string) error {
 			file.refused = pathIdentityMismatch(file.path, h.ID)
 		}
 		restoreAbsent(file.path, &h)
-		if err := d.index.add(h, file, s.prefix); err != nil {
-			return fmt.Errorf("open JSONL source %s: %w", s.root, err)
+		if f := d.st.focus; f != nil && !f.offered(h) {
+			continue
+		}
+		if err := d.index.add(h, file, d.src.prefix); err != nil {
+			return fmt.Errorf("open JSONL source %s: %w", d.src.root, err)
 		}
 	}
 	return nil
@@ -313,9 +382,12 @@ func (d *discovery) read(ctx context.Context, paths []string) error {
 
 // finish sorts the index by id and reports the ids found in several
 // files, none of which is offered.
-func (s *jsonlSource) finish(index *packedHeaders) {
+func (s *jsonlState) finish(index *packedHeaders, prefix string) {
 	index.freeze()
-	path := func(r *packedHeader) string { return index.path(r, s.prefix) }
+	if s.focus != nil {
+		s.focus.freeze()
+	}
+	path := func(r *packedHeader) string { return index.path(r, prefix) }
 	// Sorted by id (then path), an id found in several files is a run of
 	// adjacent records.
 	slices.SortFunc(index.recs, func(a, b packedHeader) int {
@@ -388,37 +460,49 @@ func generationMismatch(f jsonlFile, h session.Header) error {
 }
 
 func (s *jsonlSource) Headers(ctx context.Context) ([]session.Header, error) {
-	if err := ctx.Err(); err != nil {
+	n, at, err := s.HeaderIndex(ctx)
+	if err != nil {
 		return nil, err
 	}
-	headers := make([]session.Header, len(s.index.recs))
+	headers := make([]session.Header, n)
 	for i := range headers {
-		headers[i] = s.index.header(i)
+		headers[i] = at(i)
 	}
 	return headers, nil
 }
 
-// NumHeaders is how many headers Headers returns.
-func (s *jsonlSource) NumHeaders() int { return len(s.index.recs) }
+// HeaderIndex lends the headers Headers returns by position, without
+// copying them; a focused source reads the whole corpus first.
+func (s *jsonlSource) HeaderIndex(ctx context.Context) (int, func(int) session.Header, error) {
+	if err := s.widen(ctx); err != nil {
+		return 0, nil, err
+	}
+	v := s.view()
+	return v.n, v.at, ctx.Err()
+}
 
-// HeaderAt is Headers()[i], without copying the others.
-func (s *jsonlSource) HeaderAt(i int) session.Header { return s.index.header(i) }
+// view is the source's index as it stands, focused or not.
+func (s *jsonlSource) view() sourceView {
+	st := s.state.Load()
+	return sourceView{n: len(st.index.recs), at: st.index.header, focus: st.focus}
+}
 
 func (s *jsonlSource) Read(ctx context.Context, id string) (*Session, error) {
 	return refuseDamage(s.ReadAsFound(ctx, id))
 }
 
 func (s *jsonlSource) ReadAsFound(ctx context.Context, id string) (*Session, error) {
-	i, ok := s.find(id)
+	st := s.state.Load()
+	i, ok := st.find(id)
 	if !ok {
-		for _, p := range s.problems {
+		for _, p := range st.problems {
 			if p.ID == id {
 				return nil, p.Err
 			}
 		}
 		return nil, fmt.Errorf("%s: session %q: %w", s.root, id, ErrNotFound)
 	}
-	file := s.index.file(i, s.prefix)
+	file := st.index.file(i, s.prefix)
 	var ambiguous *CorruptError
 	if errors.As(file.refused, &ambiguous) {
 		return readRefused(ctx, file, id, ambiguous)
@@ -461,11 +545,12 @@ func (f jsonlFile) format() string {
 }
 
 func (s *jsonlSource) formatOf(id string) (string, bool) {
-	i, ok := s.find(id)
+	st := s.state.Load()
+	i, ok := st.find(id)
 	if !ok {
 		return "", false
 	}
-	return s.index.file(i, s.prefix).format(), true
+	return st.index.file(i, s.prefix).format(), true
 }
 
 // readRefused reads a session DSH lists but refuses to read as a whole (both
@@ -499,6 +584,6 @@ func readRefused(ctx context.Context, file jsonlFile, id string, refusal *Corrup
 	return &Session{Header: h, Location: file.path, Damage: &Damage{Err: refusal, Raw: data[rest:], Encoding: enc}}, nil
 }
 
-func (s *jsonlSource) Problems() []Problem { return append([]Problem(nil), s.problems...) }
+func (s *jsonlSource) Problems() []Problem { return slices.Clone(s.state.Load().problems) }
 
 func (s *jsonlSource) Close() error { return nil }

@@ -274,11 +274,11 @@ func (s *sqliteSource) headerOf(r sessionRow) (h session.Header, err error) {
 	return h, nil
 }
 
-// NumHeaders is how many headers Headers returns.
-func (s *sqliteSource) NumHeaders() int { return len(s.headers) }
-
-// HeaderAt is Headers()[i], without copying the others.
-func (s *sqliteSource) HeaderAt(i int) session.Header { return s.headers[i] }
+// HeaderIndex lends the headers Headers returns by position, without
+// copying them.
+func (s *sqliteSource) HeaderIndex(ctx context.Context) (int, func(int) session.Header, error) {
+	return len(s.headers), func(i int) session.Header { return s.headers[i] }, ctx.Err()
+}
 
 func (s *sqliteSource) Headers(ctx context.Context) ([]session.Header, error) {
 	if err := ctx.Err(); err != nil {

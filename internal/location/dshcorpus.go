@@ -87,11 +87,11 @@ func openDSHSource(ctx context.Context, spec Spec, o Options) (dshformat.Source,
 	)
 	switch spec.Scheme {
 	case jsonlName:
-		src, err = dshformat.OpenJSONL(ctx, spec.Arg)
+		src, err = dshformat.OpenJSONLFocused(ctx, spec.Arg, o.Focus)
 	case dshSQLiteName:
 		src, err = dshformat.OpenDSHSQLite(ctx, spec.Arg)
 	case dshHomeName:
-		src, err = dshformat.OpenDSHHome(ctx, spec.Arg)
+		src, err = dshformat.OpenDSHHomeFocused(ctx, spec.Arg, o.Focus)
 	default:
 		return nil, dsherr.New(dsherr.Internal, "%s is not one of DSH's corpora", spec)
 	}

@@ -37,6 +37,12 @@ type Options struct {
 	// Enumerated, when set, runs once a source's sessions are enumerated
 	// and before any log is read (a test makes a file vanish there).
 	Enumerated func(Spec)
+	// Focus names the one session the read is about (a listing or an
+	// audit of its children, a session shown): a JSONL corpus then keeps
+	// only its and its children's headers whole while it is read
+	// (dshformat.OpenJSONLFocused), and its answers are the same. "" for
+	// none; an import never has one.
+	Focus string
 }
 
 func (o Options) warn(msg string) {

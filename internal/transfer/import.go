@@ -250,14 +250,13 @@ func refusalOf(location string, h *session.Header, err error) *backend.Refusal {
 // headerIndex is a source that lends its headers by position, in the order
 // Headers returns them, so that an import walking them holds no copy.
 type headerIndex interface {
-	NumHeaders() int
-	HeaderAt(i int) session.Header
+	HeaderIndex(ctx context.Context) (n int, at func(int) session.Header, err error)
 }
 
 // sourceHeaders is how many headers src offers and how to get the i-th.
 func sourceHeaders(ctx context.Context, src dshformat.Source) (int, func(int) session.Header, error) {
 	if idx, ok := src.(headerIndex); ok {
-		return idx.NumHeaders(), idx.HeaderAt, ctx.Err()
+		return idx.HeaderIndex(ctx)
 	}
 	headers, err := src.Headers(ctx)
 	if err != nil {
