@@ -545,7 +545,7 @@ func (c *Corpus) Now(ctx context.Context) (time.Time, error) { return time.Now()
 // formatReporter is a Source that knows each session's stored format
 // without reading its log.
 type formatReporter interface {
-	formatOf(id string) (string, bool)
+	formatOf(ctx context.Context, id string) (string, bool)
 }
 
 // SourceFormat names the DSH format session id is stored in (FormatName,
@@ -555,7 +555,7 @@ func (c *Corpus) SourceFormat(ctx context.Context, id string) (string, error) {
 		return "", err
 	}
 	if f, ok := c.src.(formatReporter); ok {
-		if format, ok := f.formatOf(id); ok {
+		if format, ok := f.formatOf(ctx, id); ok {
 			return format, nil
 		}
 	}

@@ -23,13 +23,21 @@ type focus struct {
 	subagentParents map[string]struct{}
 }
 
-func newFocus(id string) *focus {
+// newFocusOn is a focus on session id; nil (no selector: everything is
+// kept) for "".
+func newFocusOn(id string) selector {
+	if id == "" {
+		return nil
+	}
 	return &focus{id: id, seed: maphash.MakeSeed(), subagentParents: map[string]struct{}{}}
 }
 
-// offered counts session h, found by the walk and offered, and reports
+func (f *focus) begin(d *discovery) { d.st.focus = f }
+func (f *focus) added(*discovery)   {}
+
+// keep counts session h, found by the walk and offered, and reports
 // whether it is kept whole: the focus itself and its children are.
-func (f *focus) offered(h session.Header) bool {
+func (f *focus) keep(h session.Header) bool {
 	f.ids = append(f.ids, maphash.String(f.seed, h.ID))
 	if h.IsSubagent() && h.ParentSession != nil {
 		f.subagentParents[*h.ParentSession] = struct{}{}
@@ -37,7 +45,7 @@ func (f *focus) offered(h session.Header) bool {
 	return h.ID == f.id || h.Parent() == f.id
 }
 
-func (f *focus) freeze() {
+func (f *focus) end(*discovery) {
 	slices.Sort(f.ids)
 	f.ids = slices.Clip(f.ids)
 }

@@ -226,3 +226,71 @@ func TestFocusedSourceKeepsItsFocus(t *testing.T) {
 		assertSameHeader(t, "Headers", got[i], all[i])
 	}
 }
+
+// A tree read in chunks yields, chunk after chunk, the headers Headers
+// returns for the whole tree, no chunk holding more than its limit but for
+// the sessions of one id, and then the same problems.
+func TestChunksAreTheWholeTree(t *testing.T) {
+	ctx := context.Background()
+	for seed := range uint64(8) {
+		r := rand.New(rand.NewPCG(seed, 48))
+		dir, _ := focusTree(t, r, seed%2 == 1)
+		whole := openJSONL(t, dir)
+		want, err := whole.Headers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int{1, 2, 3, 7, 1000} {
+			what := fmt.Sprintf("seed %d, limit %d", seed, limit)
+			src, err := OpenJSONLChunked(ctx, dir, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []session.Header
+			chunks := 0
+			err = src.(*chunkedSource).HeaderChunks(ctx, func(c HeaderChunk) error {
+				chunks++
+				if c.N > limit {
+					t.Errorf("%s: a chunk of %d sessions", what, c.N)
+				}
+				if c.Found != len(want)+len(whole.Problems()) {
+					t.Errorf("%s: Found = %d, want %d sessions and %d problems", what, c.Found, len(want), len(whole.Problems()))
+				}
+				for i := range c.N {
+					h := c.At(i)
+					got = append(got, h)
+					// The chunk's sessions read as the whole tree's.
+					s, err := src.ReadAsFound(ctx, h.ID)
+					w, werr := whole.ReadAsFound(ctx, h.ID)
+					if (err == nil) != (werr == nil) || err == nil && len(s.Events) != len(w.Events) {
+						t.Errorf("%s: ReadAsFound(%s) = %v, whole tree's %v", what, h.ID, err, werr)
+					}
+				}
+				// Reading the chunk's sessions did not read the tree whole.
+				if limit < len(want) && src.(*chunkedSource).state.Load().chunk == nil {
+					t.Fatalf("%s: reading a chunk's sessions read the whole tree", what)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s: %d headers in %d chunks, want %d", what, len(got), chunks, len(want))
+			}
+			for i := range got {
+				assertSameHeader(t, what, got[i], want[i])
+			}
+			if wantChunks := (len(want) + limit - 1) / limit; chunks < wantChunks {
+				t.Fatalf("%s: %d chunks, want at least %d", what, chunks, wantChunks)
+			}
+			// Within 2 × limit, and one more, before trimming.
+			if held := src.(*chunkedSource).held; held > 2*limit+1 {
+				t.Fatalf("%s: a walk held %d sessions at once", what, held)
+			}
+			if g, w := fmt.Sprint(src.Problems()), fmt.Sprint(whole.Problems()); g != w {
+				t.Fatalf("%s: problems\n%s\nwant\n%s", what, g, w)
+			}
+		}
+	}
+}

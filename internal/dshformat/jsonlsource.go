@@ -75,6 +75,27 @@ type jsonlState struct {
 	problems []Problem
 	// focus is set when index holds only the sessions of one focus.
 	focus *focus
+	// chunk is set when index holds only one chunk of the sessions
+	// (OpenJSONLChunked).
+	chunk *idRange
+}
+
+// partial reports whether the index holds only some of the sessions.
+func (st *jsonlState) partial() bool { return st.focus != nil || st.chunk != nil }
+
+// find locates session id in the index, which is read whole first when
+// it holds only some sessions and not id.
+func (s *jsonlSource) find(ctx context.Context, id string) (*jsonlState, int, bool, error) {
+	st := s.state.Load()
+	if i, ok := st.find(id); ok || !st.partial() {
+		return st, i, ok, nil
+	}
+	if err := s.widen(ctx); err != nil {
+		return nil, 0, false, err
+	}
+	st = s.state.Load()
+	i, ok := st.find(id)
+	return st, i, ok, nil
 }
 
 // find locates session id in the index.
@@ -130,7 +151,7 @@ func OpenJSONLFocused(ctx context.Context, path, id string) (Source, error) {
 			return nil, fmt.Errorf("open JSONL source %s: not a .jsonl or .jsonl.zstd session file", path)
 		}
 		// A single file has nothing to focus on.
-		st, err := src.walk(ctx, "", func(d *discovery) error { return d.read(ctx, []string{path}) })
+		st, err := src.walk(ctx, nil, func(d *discovery) error { return d.read(ctx, []string{path}) })
 		if err != nil {
 			return nil, err
 		}
@@ -164,24 +185,41 @@ func OpenJSONLFocused(ctx context.Context, path, id string) (Source, error) {
 // walkTree walks the source's directory, focused on session id unless
 // it is "".
 func (s *jsonlSource) walkTree(ctx context.Context, id string) (*jsonlState, error) {
-	st, err := s.walk(ctx, id, func(d *discovery) error { return d.walkDir(ctx, s.dir) })
+	st, err := s.walk(ctx, newFocusOn(id), func(d *discovery) error { return d.walkDir(ctx, s.dir) })
 	if err != nil {
 		return nil, fmt.Errorf("open JSONL source %s: %w", s.root, err)
 	}
 	return st, nil
 }
 
-// walk runs find over a new discovery and completes what it found.
-func (s *jsonlSource) walk(ctx context.Context, id string, find func(*discovery) error) (*jsonlState, error) {
-	d := &discovery{src: s, st: &jsonlState{}, index: newPackedHeaders()}
-	if id != "" {
-		d.st.focus = newFocus(id)
+// walk runs find over a new discovery, which keeps what sel selects
+// (everything when nil), and completes what it found.
+func (s *jsonlSource) walk(ctx context.Context, sel selector, find func(*discovery) error) (*jsonlState, error) {
+	d := &discovery{src: s, st: &jsonlState{}, index: newPackedHeaders(), sel: sel}
+	if sel != nil {
+		sel.begin(d)
 	}
 	if err := find(d); err != nil {
 		return nil, err
 	}
+	if sel != nil {
+		sel.end(d)
+	}
 	d.st.finish(d.index, s.prefix)
 	return d.st, nil
+}
+
+// selector decides which of the sessions a walk finds its index keeps
+// whole (a focus, a chunk).
+type selector interface {
+	// begin sets the walk's state up.
+	begin(d *discovery)
+	// keep counts offered session h and reports whether it is kept.
+	keep(h session.Header) bool
+	// added runs after each session kept.
+	added(d *discovery)
+	// end runs when the walk has found everything.
+	end(d *discovery)
 }
 
 // widen replaces a focused source's index by the whole corpus's, read
@@ -189,7 +227,7 @@ func (s *jsonlSource) walk(ctx context.Context, id string, find func(*discovery)
 func (s *jsonlSource) widen(ctx context.Context) error {
 	s.widening.Lock()
 	defer s.widening.Unlock()
-	if s.state.Load().focus == nil {
+	if !s.state.Load().partial() {
 		return nil
 	}
 	st, err := s.walkTree(ctx, "")
@@ -206,6 +244,12 @@ type discovery struct {
 	src   *jsonlSource
 	st    *jsonlState
 	index *packedHeaders
+	sel   selector
+	// quiet drops the problems the walk finds (a chunk's later walks
+	// find the first one's again).
+	quiet bool
+	// found counts the session files found: offered or a problem.
+	found int
 }
 
 // dirBatch is how many entries of a directory a walk reads at a time: a
@@ -286,7 +330,12 @@ func (d *discovery) entry(ctx context.Context, p string, de fs.DirEntry, files *
 	return nil
 }
 
-func (d *discovery) problem(p Problem) { d.st.problems = append(d.st.problems, p) }
+func (d *discovery) problem(p Problem) {
+	d.found++
+	if !d.quiet {
+		d.st.problems = append(d.st.problems, p)
+	}
+}
 
 func isSessionFileName(name string) bool {
 	return strings.HasSuffix(name, suffixPlain) || strings.HasSuffix(name, suffixZstd)
@@ -370,11 +419,15 @@ func (d *discovery) read(ctx context.Context, paths []string) error {
 			file.refused = pathIdentityMismatch(file.path, h.ID)
 		}
 		restoreAbsent(file.path, &h)
-		if f := d.st.focus; f != nil && !f.offered(h) {
+		d.found++
+		if d.sel != nil && !d.sel.keep(h) {
 			continue
 		}
 		if err := d.index.add(h, file, d.src.prefix); err != nil {
 			return fmt.Errorf("open JSONL source %s: %w", d.src.root, err)
+		}
+		if d.sel != nil {
+			d.sel.added(d)
 		}
 	}
 	return nil
@@ -384,9 +437,6 @@ func (d *discovery) read(ctx context.Context, paths []string) error {
 // files, none of which is offered.
 func (s *jsonlState) finish(index *packedHeaders, prefix string) {
 	index.freeze()
-	if s.focus != nil {
-		s.focus.freeze()
-	}
 	path := func(r *packedHeader) string { return index.path(r, prefix) }
 	// Sorted by id (then path), an id found in several files is a run of
 	// adjacent records.
@@ -492,8 +542,10 @@ func (s *jsonlSource) Read(ctx context.Context, id string) (*Session, error) {
 }
 
 func (s *jsonlSource) ReadAsFound(ctx context.Context, id string) (*Session, error) {
-	st := s.state.Load()
-	i, ok := st.find(id)
+	st, i, ok, err := s.find(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		for _, p := range st.problems {
 			if p.ID == id {
@@ -544,10 +596,9 @@ func (f jsonlFile) format() string {
 	return FormatName(f.gen, compression)
 }
 
-func (s *jsonlSource) formatOf(id string) (string, bool) {
-	st := s.state.Load()
-	i, ok := st.find(id)
-	if !ok {
+func (s *jsonlSource) formatOf(ctx context.Context, id string) (string, bool) {
+	st, i, ok, err := s.find(ctx, id)
+	if err != nil || !ok {
 		return "", false
 	}
 	return st.index.file(i, s.prefix).format(), true

@@ -596,4 +596,4 @@ func encodeTornRows(rows []physicalRow) []byte {
 	return b
 }
 
-func (s *sqliteSource) formatOf(string) (string, bool) { return FormatDSHSQLite, true }
+func (s *sqliteSource) formatOf(context.Context, string) (string, bool) { return FormatDSHSQLite, true }

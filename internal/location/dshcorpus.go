@@ -29,21 +29,21 @@ var (
 		Help:         "DSH's JSONL session files: a file, or a directory of them",
 		parse:        requirePath,
 		open:         openDSHCorpus,
-		importSource: openDSHSource,
+		importSource: openDSHImportSource,
 	}
 	dshSQLiteScheme = &Scheme{
 		Name: dshSQLiteName, Use: SourceUse, Arg: "PATH", TakesCache: true,
 		Help:         "DSH's schema-17 SQLite store",
 		parse:        requirePath,
 		open:         openDSHCorpus,
-		importSource: openDSHSource,
+		importSource: openDSHImportSource,
 	}
 	dshHomeScheme = &Scheme{
 		Name: dshHomeName, Use: SourceUse, Arg: "[PATH]", TakesCache: true,
 		Help:         "a DSH home with its projection cache, default $DSH_HOME or ~/.dsh",
 		parse:        parseDSHHome,
 		open:         openDSHCorpus,
-		importSource: openDSHSource,
+		importSource: openDSHImportSource,
 	}
 )
 
@@ -94,6 +94,42 @@ func openDSHSource(ctx context.Context, spec Spec, o Options) (dshformat.Source,
 		src, err = dshformat.OpenDSHHomeFocused(ctx, spec.Arg, o.Focus)
 	default:
 		return nil, dsherr.New(dsherr.Internal, "%s is not one of DSH's corpora", spec)
+	}
+	if err != nil {
+		return nil, transfer.SourceError(spec.String(), err)
+	}
+	o.enumerated(spec)
+	return src, nil
+}
+
+// importChunkSessions is how many sessions of a JSONL tree an import
+// holds the headers of at a time (dshformat.OpenJSONLChunked): about 5 MB,
+// and a tree of up to that many sessions is walked once, as before.
+const importChunkSessions = 1 << 15
+
+// openDSHImportSource opens one of DSH's corpora as an import's source: a
+// JSONL tree a chunk at a time (Options.ImportChunk sessions, default
+// importChunkSessions), so that the import's memory stays flat as the
+// tree grows.
+func openDSHImportSource(ctx context.Context, spec Spec, o Options) (dshformat.Source, error) {
+	chunk := o.ImportChunk
+	if chunk <= 0 {
+		chunk = importChunkSessions
+	}
+	var (
+		src dshformat.Source
+		err error
+	)
+	switch spec.Scheme {
+	case jsonlName:
+		src, err = dshformat.OpenJSONLChunked(ctx, spec.Arg, chunk)
+	case dshHomeName:
+		var dir string
+		if dir, err = dshformat.HomeSessionsDir(spec.Arg); err == nil {
+			src, err = dshformat.OpenJSONLChunked(ctx, dir, chunk)
+		}
+	default:
+		return openDSHSource(ctx, spec, o)
 	}
 	if err != nil {
 		return nil, transfer.SourceError(spec.String(), err)

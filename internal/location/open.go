@@ -43,6 +43,9 @@ type Options struct {
 	// (dshformat.OpenJSONLFocused), and its answers are the same. "" for
 	// none; an import never has one.
 	Focus string
+	// ImportChunk is how many sessions of a JSONL tree an import holds
+	// the headers of at a time; 0 for the default.
+	ImportChunk int
 }
 
 func (o Options) warn(msg string) {

@@ -157,13 +157,7 @@ func Import(ctx context.Context, dst Destination, src dshformat.Source, opts Imp
 	if dst == nil && !opts.DryRun {
 		return sum, dsherr.New(dsherr.Internal, "import needs a destination database")
 	}
-	n, headerAt, err := sourceHeaders(ctx, src)
-	if err != nil {
-		return sum, SourceError("read source headers", err)
-	}
-	problems := src.Problems()
-	total := n + len(problems)
-	done := 0
+	total, done := 0, 0
 	step := func() {
 		done++
 		if opts.Progress != nil {
@@ -172,6 +166,7 @@ func Import(ctx context.Context, dst Destination, src dshformat.Source, opts Imp
 	}
 	w := &importer{dst: dst, src: src, opts: opts, units: subagent.NewRegistry()}
 	if !opts.DryRun {
+		var err error
 		if w.refusalsHeld, err = holdsRefusals(ctx, dst); err != nil {
 			return sum, err
 		}
@@ -185,9 +180,10 @@ func Import(ctx context.Context, dst Destination, src dshformat.Source, opts Imp
 		}
 		step()
 	}
-	if err := w.pipeline(ctx, n, headerAt, add); err != nil {
+	if err := w.sessions(ctx, &total, add); err != nil {
 		return sum, err
 	}
+	problems := src.Problems()
 	unoffered := make([]Result, len(problems))
 	for i, p := range problems {
 		r := Result{ID: p.ID, Location: p.Path, Outcome: Unreadable, Reason: p.Err.Error()}
@@ -245,6 +241,39 @@ func refusalOf(location string, h *session.Header, err error) *backend.Refusal {
 		r.Seq = &row.Seq
 	}
 	return r
+}
+
+// headerChunker is a source that lends its headers a bounded number at a
+// time, in id order (dshformat.OpenJSONLChunked): an import of a large
+// tree holds one chunk's.
+type headerChunker interface {
+	HeaderChunks(ctx context.Context, fn func(dshformat.HeaderChunk) error) error
+}
+
+// sessions imports every session the source offers, in id order, setting
+// total to the sessions and problems the source holds before the first.
+func (w *importer) sessions(ctx context.Context, total *int, add func(Result)) error {
+	if src, ok := w.src.(headerChunker); ok {
+		var werr error
+		err := src.HeaderChunks(ctx, func(c dshformat.HeaderChunk) error {
+			*total = c.Found
+			werr = w.pipeline(ctx, c.N, c.At, add)
+			return werr
+		})
+		switch {
+		case werr != nil:
+			return werr
+		case err != nil:
+			return SourceError("read source headers", err)
+		}
+		return nil
+	}
+	n, headerAt, err := sourceHeaders(ctx, w.src)
+	if err != nil {
+		return SourceError("read source headers", err)
+	}
+	*total = n + len(w.src.Problems())
+	return w.pipeline(ctx, n, headerAt, add)
 }
 
 // headerIndex is a source that lends its headers by position, in the order

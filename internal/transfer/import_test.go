@@ -207,13 +207,21 @@ func TestImportListsAsBefore(t *testing.T) {
 // storeDigest is everything an import could change in a dsh store.
 func storeDigest(t *testing.T, st *sqlitepersist.Store) string {
 	t.Helper()
+	return queryDigest(t, st, storeDigestQueries...)
+}
+
+var storeDigestQueries = []string{
+	"SELECT id, revision, next_seq, verified FROM sessions ORDER BY id",
+	"SELECT session_id, seq, length(data) FROM events ORDER BY session_id, seq",
+	"SELECT session_id, from_seq FROM torn_tails ORDER BY session_id",
+	"SELECT session_id, as_of_seq, rows, written_at FROM projection_checkpoints ORDER BY session_id",
+}
+
+// queryDigest is the rows queries find in st, as text.
+func queryDigest(t *testing.T, st *sqlitepersist.Store, queries ...string) string {
+	t.Helper()
 	var b strings.Builder
-	for _, q := range []string{
-		"SELECT id, revision, next_seq, verified FROM sessions ORDER BY id",
-		"SELECT session_id, seq, length(data) FROM events ORDER BY session_id, seq",
-		"SELECT session_id, from_seq FROM torn_tails ORDER BY session_id",
-		"SELECT session_id, as_of_seq, rows, written_at FROM projection_checkpoints ORDER BY session_id",
-	} {
+	for _, q := range queries {
 		rows, err := st.Querier().QueryContext(context.Background(), q)
 		if err != nil {
 			t.Fatal(err)
@@ -588,5 +596,65 @@ func TestImportStoppedStoresWhatItReported(t *testing.T) {
 	sum := importAll(t, st, corpusAt{dshformat.OpenJSONL, dir})
 	if sum.Skipped != batchSessions || sum.Imported != n-batchSessions {
 		t.Fatalf("import again: %d skipped, %d imported; want %d and %d", sum.Skipped, sum.Imported, batchSessions, n-batchSessions)
+	}
+}
+
+// An import of a tree read a chunk at a time (as dsh import reads a JSONL
+// tree) reports the same results in the same order, counts the same
+// progress and stores the same as an import of the tree read whole, however
+// small the chunks — with every kind of damage, an unreadable file and one
+// id in two files among the sessions.
+func TestImportInChunksAsWhole(t *testing.T) {
+	ctx := context.Background()
+	dir, tmpl := damagedCorpus(t)
+	for i := range 9 {
+		writePlain(t, filepath.Join(dir, "more"), childHeader(tmpl, fmt.Sprintf("c-%d", i), "p", int64(1_700_000_000_100+i)), tmpl.Events)
+	}
+	writePlain(t, filepath.Join(dir, "twice"), childHeader(tmpl, "c-4", "p", 1_700_000_000_999), tmpl.Events[:2])
+	if err := os.WriteFile(filepath.Join(dir, "junk.jsonl"), []byte("not a header\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type run struct {
+		results  []string
+		progress [][2]int
+		digest   string
+	}
+	importWith := func(src dshformat.Source) run {
+		var r run
+		st := openStore(t)
+		sum, err := Import(ctx, st, src, ImportOptions{
+			Progress: func(done, total int) { r.progress = append(r.progress, [2]int{done, total}) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, res := range sum.Results {
+			r.results = append(r.results, fmt.Sprintf("%s %v %s %s %d", res.ID, res.Outcome, res.Location, res.Reason, res.Events))
+		}
+		// All but written_at, which differs between stores.
+		queries := slices.Clone(storeDigestQueries)
+		queries[len(queries)-1] = "SELECT session_id, as_of_seq, rows FROM projection_checkpoints ORDER BY session_id"
+		r.digest = queryDigest(t, st, append(queries,
+			"SELECT session_id, seq, data FROM events ORDER BY session_id, seq",
+			"SELECT * FROM import_refusals ORDER BY 1, 2")...)
+		return r
+	}
+	whole := importWith(openSource(t, corpusAt{dshformat.OpenJSONL, dir}))
+	if len(whole.results) < 18 {
+		t.Fatalf("the whole tree imported %d sessions: %q", len(whole.results), whole.results)
+	}
+	for _, limit := range []int{1, 2, 5, 100} {
+		chunked := importWith(openSource(t, corpusAt{func(ctx context.Context, path string) (dshformat.Source, error) {
+			return dshformat.OpenJSONLChunked(ctx, path, limit)
+		}, dir}))
+		if !slices.Equal(chunked.results, whole.results) {
+			t.Fatalf("chunks of %d: results\n%s\nwhole tree's\n%s", limit, strings.Join(chunked.results, "\n"), strings.Join(whole.results, "\n"))
+		}
+		if !slices.Equal(chunked.progress, whole.progress) {
+			t.Fatalf("chunks of %d: progress %v, whole tree's %v", limit, chunked.progress, whole.progress)
+		}
+		if chunked.digest != whole.digest {
+			t.Fatalf("chunks of %d: store\n%s\nwhole tree's\n%s", limit, chunked.digest, whole.digest)
+		}
 	}
 }

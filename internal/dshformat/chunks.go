@@ -1,0 +1,200 @@
+package dshformat
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/dsh-project/dsh/internal/session"
+)
+
+// HeaderChunk is a run of a source's headers in id order (HeaderChunks).
+type HeaderChunk struct {
+	// N headers, the i-th At(i).
+	N  int
+	At func(i int) session.Header
+	// Found is how many session files the source holds: the sessions it
+	// offers and the problems; the same for every chunk.
+	Found int
+}
+
+// idRange is a chunk being walked for: the sessions whose ids are above
+// after (all on the first walk), at most limit of them, the smallest.
+type idRange struct {
+	limit    int
+	after    string
+	hasAfter bool
+	// upper, once set, is the largest id the chunk may still take: the
+	// index was trimmed to limit sessions below it.
+	upper    string
+	hasUpper bool
+	// more: an offered session was left for a later chunk.
+	more bool
+	// held is the most sessions the walk's index held at once.
+	held int
+}
+
+func (r *idRange) begin(d *discovery) { d.st.chunk = r }
+
+func (r *idRange) keep(h session.Header) bool {
+	if r.hasAfter && h.ID <= r.after {
+		return false
+	}
+	if r.hasUpper && h.ID > r.upper {
+		r.more = true
+		return false
+	}
+	return true
+}
+
+// added trims the index once it holds twice the chunk: what it holds
+// stays within 2 × limit sessions however large the corpus.
+func (r *idRange) added(d *discovery) {
+	r.held = max(r.held, len(d.index.recs))
+	if len(d.index.recs) > 2*r.limit {
+		d.index = r.trim(d.index, d.src.prefix)
+	}
+}
+
+func (r *idRange) end(d *discovery) {
+	if len(d.index.recs) > r.limit {
+		d.index = r.trim(d.index, d.src.prefix)
+	}
+}
+
+// trim keeps the limit smallest ids of p (with every session of the last
+// id kept: the sessions of one id are judged together) and bounds the
+// chunk by the last.
+func (r *idRange) trim(p *packedHeaders, prefix string) *packedHeaders {
+	if len(p.buf) > 0 {
+		p.seal()
+	}
+	order := make([]int32, len(p.recs))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	id := func(i int32) string { return p.get(p.recs[i].id) }
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(id(a), id(b)) })
+	cut := r.limit
+	for cut < len(order) && id(order[cut]) == id(order[cut-1]) {
+		cut++
+	}
+	if cut == len(order) {
+		return p
+	}
+	r.more, r.upper, r.hasUpper = true, id(order[cut-1]), true
+	q := newPackedHeaders()
+	for _, i := range order[:cut] {
+		// Cannot fail: q holds fewer records than p did.
+		_ = q.add(p.header(int(i)), p.file(int(i), prefix), prefix)
+	}
+	return q
+}
+
+// chunkedSource is a JSONL tree read a chunk at a time (OpenJSONLChunked).
+type chunkedSource struct {
+	*jsonlSource
+	// next is the range of the chunk after the one held.
+	next *idRange
+	// found is the first walk's count of session files.
+	found int
+	// held is the most sessions a walk's index held at once.
+	held int
+	// problems gathers the first walk's problems and each chunk's
+	// duplicate ids.
+	problems []Problem
+	started  bool
+}
+
+// OpenJSONLChunked opens a JSONL corpus for HeaderChunks, to be read a
+// chunk of at most limit sessions at a time (more when ids repeat at a
+// chunk's end) in id order, each chunk by one walk of the tree, so that
+// what a reader of every session (an import) holds does not grow with the
+// corpus. The first chunk is walked for at once, as OpenJSONL walks for
+// everything; Headers, HeaderIndex or a read of a session outside the
+// chunk held read the whole corpus, as OpenJSONL does. A single file is
+// one chunk.
+func OpenJSONLChunked(ctx context.Context, path string, limit int) (Source, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("open JSONL source %s: chunks of %d sessions", path, limit)
+	}
+	info, err := os.Stat(path)
+	if err != nil || !info.IsDir() {
+		return OpenJSONL(ctx, path)
+	}
+	root, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, fmt.Errorf("open JSONL source: %w", err)
+	}
+	s := &chunkedSource{jsonlSource: &jsonlSource{root: path, dir: root, prefix: root}}
+	if !strings.HasSuffix(root, string(filepath.Separator)) {
+		s.prefix += string(filepath.Separator)
+	}
+	if err := s.walkChunk(ctx, &idRange{limit: limit}, false); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// walkChunk walks the tree for the chunk r selects and holds it.
+func (s *chunkedSource) walkChunk(ctx context.Context, r *idRange, quiet bool) error {
+	var found int
+	st, err := s.walk(ctx, r, func(d *discovery) error {
+		d.quiet = quiet
+		err := d.walkDir(ctx, s.dir)
+		found = d.found
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("open JSONL source %s: %w", s.root, err)
+	}
+	if !quiet {
+		s.found = found
+	}
+	s.held = max(s.held, r.held)
+	s.problems = append(s.problems, st.problems...)
+	s.next = nil
+	if r.more {
+		// Every id up to upper is in this chunk (more is only ever set
+		// with upper), those found in several files among its problems.
+		if r.hasAfter && r.upper <= r.after {
+			return fmt.Errorf("open JSONL source %s: a chunk after %q ends at %q", s.root, r.after, r.upper)
+		}
+		s.next = &idRange{limit: r.limit, after: r.upper, hasAfter: true}
+	}
+	s.state.Store(st)
+	return nil
+}
+
+// HeaderChunks calls fn with each chunk of the source's headers in id
+// order, the chunks together being what Headers returns. While fn runs,
+// Read and ReadAsFound read the chunk's sessions. Problems, once the
+// chunks are done, names every session found but not offered, as for
+// OpenJSONL. It can run once.
+func (s *chunkedSource) HeaderChunks(ctx context.Context, fn func(HeaderChunk) error) error {
+	if s.started {
+		return fmt.Errorf("open JSONL source %s: its chunks were read already", s.root)
+	}
+	s.started = true
+	for {
+		v := s.view()
+		if err := fn(HeaderChunk{N: v.n, At: v.at, Found: s.found}); err != nil {
+			return err
+		}
+		if s.next == nil {
+			break
+		}
+		if err := s.walkChunk(ctx, s.next, true); err != nil {
+			return err
+		}
+	}
+	sort.SliceStable(s.problems, func(i, j int) bool { return s.problems[i].Path < s.problems[j].Path })
+	st := *s.state.Load()
+	st.problems = s.problems
+	s.state.Store(&st)
+	return nil
+}
