@@ -36,17 +36,65 @@ type idRange struct {
 	more bool
 	// held is the most sessions the walk's index held at once.
 	held int
+	// named are the session directories of DSH's layout whose name is
+	// the id of every session in them, as far as the first walk found:
+	// a later walk skips one whose id is outside the chunk without
+	// reading its files. The first walk records the exceptions (a
+	// header of another id, a file of another role, a subdirectory) in
+	// unnamed, which is shared by the walks.
+	unnamed map[string]bool
+	first   bool
 }
 
 func (r *idRange) begin(d *discovery) { d.st.chunk = r }
 
-func (r *idRange) keep(h session.Header) bool {
-	if r.hasAfter && h.ID <= r.after {
+func (r *idRange) keep(h session.Header, path string) bool {
+	if r.first {
+		dir := filepath.Dir(path)
+		if stem, _, _ := fileGeneration(filepath.Base(path)); layoutSessionDir(dir) && (stem != "session" || h.ID != filepath.Base(dir)) {
+			r.unnamed[dir] = true
+		}
+	}
+	return r.takes(h.ID)
+}
+
+// takes reports whether the chunk takes id.
+func (r *idRange) takes(id string) bool {
+	if r.hasAfter && id <= r.after {
 		return false
 	}
-	if r.hasUpper && h.ID > r.upper {
+	if r.hasUpper && id > r.upper {
 		r.more = true
 		return false
+	}
+	return true
+}
+
+// skipDir implements dirSkipper. The first walk skips nothing and
+// records the session directories whose name is not all their sessions'
+// id (one holding a subdirectory among them).
+func (r *idRange) skipDir(dir string) bool {
+	if r.first {
+		if parent := filepath.Dir(dir); layoutSessionDir(parent) {
+			r.unnamed[parent] = true
+		}
+		return false
+	}
+	return layoutSessionDir(dir) && !r.unnamed[dir] && !r.takes(filepath.Base(dir))
+}
+
+// layoutSessionDir reports whether dir is a session directory of DSH's
+// layout (<project>/<encoded id>) whose name is an id as it is (no
+// character of the id needed escaping).
+func layoutSessionDir(dir string) bool {
+	name, project := filepath.Base(dir), filepath.Base(filepath.Dir(dir))
+	if name == "." || name == ".." || name == "" || !(project == noCwdDir || len(project) >= 4 && strings.HasPrefix(project, "--") && strings.HasSuffix(project, "--")) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if !isSegmentSafe(uint16(name[i])) {
+			return false
+		}
 	}
 	return true
 }
@@ -134,7 +182,7 @@ func OpenJSONLChunked(ctx context.Context, path string, limit int) (Source, erro
 	if !strings.HasSuffix(root, string(filepath.Separator)) {
 		s.prefix += string(filepath.Separator)
 	}
-	if err := s.walkChunk(ctx, &idRange{limit: limit}, false); err != nil {
+	if err := s.walkChunk(ctx, &idRange{limit: limit, first: true, unnamed: map[string]bool{}}, false); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -164,7 +212,7 @@ func (s *chunkedSource) walkChunk(ctx context.Context, r *idRange, quiet bool) e
 		if r.hasAfter && r.upper <= r.after {
 			return fmt.Errorf("open JSONL source %s: a chunk after %q ends at %q", s.root, r.after, r.upper)
 		}
-		s.next = &idRange{limit: r.limit, after: r.upper, hasAfter: true}
+		s.next = &idRange{limit: r.limit, after: r.upper, hasAfter: true, unnamed: r.unnamed}
 	}
 	s.state.Store(st)
 	return nil

@@ -37,7 +37,7 @@ func (f *focus) added(*discovery)   {}
 
 // keep counts session h, found by the walk and offered, and reports
 // whether it is kept whole: the focus itself and its children are.
-func (f *focus) keep(h session.Header) bool {
+func (f *focus) keep(h session.Header, _ string) bool {
 	f.ids = append(f.ids, maphash.String(f.seed, h.ID))
 	if h.IsSubagent() && h.ParentSession != nil {
 		f.subagentParents[*h.ParentSession] = struct{}{}

@@ -48,9 +48,17 @@ func focusTree(t *testing.T, r *rand.Rand, dup bool) (string, []string) {
 		default:
 			log += turnStart(0) + "\n" + turnEnd(1) + "\n"
 		}
-		switch r.IntN(5) {
+		switch r.IntN(8) {
 		case 0:
 			writeFile(t, dir, id+".jsonl", []byte(log)) // loose
+		case 5:
+			// In DSH's layout under another session's name.
+			writeFile(t, dir, filepath.Join("--w--", "x"+id, "session.jsonl"), []byte(log))
+		case 6:
+			// Beside another session's log, or below its directory.
+			writeFile(t, dir, filepath.Join("--w--", fmt.Sprintf("s%02d", r.IntN(n)), id+".jsonl"), []byte(log))
+		case 7:
+			writeFile(t, dir, filepath.Join("--w--", fmt.Sprintf("s%02d", r.IntN(n)), "sub"+id, "session.jsonl"), []byte(log))
 		case 1:
 			// A generation the name declares but the header does not.
 			writeFile(t, dir, filepath.Join("--w--", id, "session.v2.jsonl"), []byte(log))

@@ -214,12 +214,19 @@ func (s *jsonlSource) walk(ctx context.Context, sel selector, find func(*discove
 type selector interface {
 	// begin sets the walk's state up.
 	begin(d *discovery)
-	// keep counts offered session h and reports whether it is kept.
-	keep(h session.Header) bool
+	// keep counts offered session h, read from the file at path, and
+	// reports whether it is kept.
+	keep(h session.Header, path string) bool
 	// added runs after each session kept.
 	added(d *discovery)
 	// end runs when the walk has found everything.
 	end(d *discovery)
+}
+
+// dirSkipper is a selector that knows, from a directory's path alone,
+// that nothing in it is kept.
+type dirSkipper interface {
+	skipDir(dir string) bool
 }
 
 // widen replaces a focused source's index by the whole corpus's, read
@@ -297,6 +304,9 @@ func (d *discovery) entry(ctx context.Context, p string, de fs.DirEntry, files *
 	if de.IsDir() {
 		if session {
 			d.problem(Problem{Path: p, Err: corruptAt(p, "", "cannot read session header", boundedfile.NotRegular("", de.Type()))})
+		}
+		if s, ok := d.sel.(dirSkipper); ok && s.skipDir(p) {
+			return nil
 		}
 		return d.walkDir(ctx, p)
 	}
@@ -420,7 +430,7 @@ func (d *discovery) read(ctx context.Context, paths []string) error {
 		}
 		restoreAbsent(file.path, &h)
 		d.found++
-		if d.sel != nil && !d.sel.keep(h) {
+		if d.sel != nil && !d.sel.keep(h, file.path) {
 			continue
 		}
 		if err := d.index.add(h, file, d.src.prefix); err != nil {
