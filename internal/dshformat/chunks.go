@@ -3,6 +3,7 @@ package dshformat
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,14 +37,86 @@ type idRange struct {
 	more bool
 	// held is the most sessions the walk's index held at once.
 	held int
-	// named are the session directories of DSH's layout whose name is
-	// the id of every session in them, as far as the first walk found:
-	// a later walk skips one whose id is outside the chunk without
-	// reading its files. The first walk records the exceptions (a
-	// header of another id, a file of another role, a subdirectory) in
-	// unnamed, which is shared by the walks.
+	// plan is what the first walk learned for the later ones; first is
+	// set on the first walk.
+	plan  *chunkPlan
+	first bool
+}
+
+// chunkPlan is what the first walk of a chunked tree learns for the
+// later ones, which then read only their own chunk's files.
+type chunkPlan struct {
+	// unnamed holds the exceptions to a session directory of DSH's
+	// layout being named after the id of every session in it (a header
+	// of another id, a file of another role, a subdirectory): a later
+	// walk skips any other whose id is outside its chunk without
+	// reading its files.
 	unnamed map[string]bool
-	first   bool
+	// sample is a uniform sample of the ids offered (reservoir
+	// sampling), seen the number of them; ends, from the sample, the
+	// estimated last id of each chunk, which bounds a later walk from
+	// its start (trimming still holds it to the limit).
+	sample []string
+	seen   int
+	rand   *rand.Rand
+	ends   []string
+}
+
+// chunkSample is how many ids the first walk samples: a chunk's
+// estimated end is then off by about 1.6 % of the tree's sessions at
+// worst (two standard errors), which chunkFill leaves room for.
+const chunkSample = 4096
+
+// chunkFill is the share of a chunk's limit its estimated end aims at.
+const chunkFill = 0.9
+
+func newChunkPlan() *chunkPlan {
+	return &chunkPlan{unnamed: map[string]bool{}, rand: rand.New(rand.NewPCG(1, 2))}
+}
+
+func (p *chunkPlan) sampleID(id string) {
+	p.seen++
+	switch {
+	case len(p.sample) < chunkSample:
+		p.sample = append(p.sample, strings.Clone(id))
+	default:
+		if j := p.rand.IntN(p.seen); j < chunkSample {
+			p.sample[j] = strings.Clone(id)
+		}
+	}
+}
+
+// planEnds estimates each chunk's last id from the sample.
+func (p *chunkPlan) planEnds(limit int) {
+	if p.seen <= limit {
+		return
+	}
+	slices.Sort(p.sample)
+	step := chunkFill * float64(limit) / float64(p.seen) * float64(len(p.sample))
+	for k := 1; ; k++ {
+		i := int(float64(k)*step) - 1
+		if i >= len(p.sample) {
+			break
+		}
+		if i >= 0 && (len(p.ends) == 0 || p.sample[i] > p.ends[len(p.ends)-1]) {
+			p.ends = append(p.ends, p.sample[i])
+		}
+	}
+	p.sample = nil
+}
+
+// next is the range of the chunk after the ids up to after.
+func (p *chunkPlan) next(limit int, after string) *idRange {
+	r := &idRange{limit: limit, after: after, hasAfter: true, plan: p}
+	if i, _ := slices.BinarySearch(p.ends, after); i < len(p.ends) {
+		if p.ends[i] == after {
+			i++
+		}
+		if i < len(p.ends) {
+			r.upper, r.hasUpper = p.ends[i], true
+		}
+	}
+	return r
 }
 
 func (r *idRange) begin(d *discovery) { d.st.chunk = r }
@@ -52,8 +125,9 @@ func (r *idRange) keep(h session.Header, path string) bool {
 	if r.first {
 		dir := filepath.Dir(path)
 		if stem, _, _ := fileGeneration(filepath.Base(path)); layoutSessionDir(dir) && (stem != "session" || h.ID != filepath.Base(dir)) {
-			r.unnamed[dir] = true
+			r.plan.unnamed[dir] = true
 		}
+		r.plan.sampleID(h.ID)
 	}
 	return r.takes(h.ID)
 }
@@ -76,11 +150,11 @@ func (r *idRange) takes(id string) bool {
 func (r *idRange) skipDir(dir string) bool {
 	if r.first {
 		if parent := filepath.Dir(dir); layoutSessionDir(parent) {
-			r.unnamed[parent] = true
+			r.plan.unnamed[parent] = true
 		}
 		return false
 	}
-	return layoutSessionDir(dir) && !r.unnamed[dir] && !r.takes(filepath.Base(dir))
+	return layoutSessionDir(dir) && !r.plan.unnamed[dir] && !r.takes(filepath.Base(dir))
 }
 
 // layoutSessionDir reports whether dir is a session directory of DSH's
@@ -182,7 +256,7 @@ func OpenJSONLChunked(ctx context.Context, path string, limit int) (Source, erro
 	if !strings.HasSuffix(root, string(filepath.Separator)) {
 		s.prefix += string(filepath.Separator)
 	}
-	if err := s.walkChunk(ctx, &idRange{limit: limit, first: true, unnamed: map[string]bool{}}, false); err != nil {
+	if err := s.walkChunk(ctx, &idRange{limit: limit, first: true, plan: newChunkPlan()}, false); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -206,13 +280,16 @@ func (s *chunkedSource) walkChunk(ctx context.Context, r *idRange, quiet bool) e
 	s.held = max(s.held, r.held)
 	s.problems = append(s.problems, st.problems...)
 	s.next = nil
+	if r.first {
+		r.plan.planEnds(r.limit)
+	}
 	if r.more {
 		// Every id up to upper is in this chunk (more is only ever set
 		// with upper), those found in several files among its problems.
 		if r.hasAfter && r.upper <= r.after {
 			return fmt.Errorf("open JSONL source %s: a chunk after %q ends at %q", s.root, r.after, r.upper)
 		}
-		s.next = &idRange{limit: r.limit, after: r.upper, hasAfter: true, unnamed: r.unnamed}
+		s.next = r.plan.next(r.limit, r.upper)
 	}
 	s.state.Store(st)
 	return nil
