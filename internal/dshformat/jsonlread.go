@@ -157,6 +157,31 @@ func headerAt(path string, line []byte) (session.Header, error) {
 	return h, nil
 }
 
+// logBufs holds the buffers zstd logs are decoded into (logBuf). Each
+// has two blocks of headroom past the declared text (decodeFrameInto),
+// 256 KiB that Go zeroes whenever one is allocated: for the few KiB of a
+// typical log, allocating a buffer per log cost more than decoding it.
+var logBufs sync.Pool
+
+// maxPooledLogBuf bounds the buffers kept in logBufs.
+const maxPooledLogBuf = 4 << 20
+
+// logBuf is an empty buffer of at least size bytes' room.
+func logBuf(size uint64) []byte {
+	if b, ok := logBufs.Get().(*[]byte); ok && uint64(cap(*b)) >= size {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, size)
+}
+
+// putLogBuf keeps b for a later logBuf once nothing points into it.
+func putLogBuf(b []byte) {
+	if cap(b) > 0 && cap(b) <= maxPooledLogBuf {
+		b = b[:0]
+		logBufs.Put(&b)
+	}
+}
+
 func decodeZstdLog(ctx context.Context, path string, data []byte) (*Session, error) {
 	return refuseDamage(decodeZstdLogAsFound(ctx, path, data))
 }
@@ -199,7 +224,9 @@ func decodeZstdLogAsFound(ctx context.Context, path string, data []byte) (*Sessi
 		// buffer grow: it is decoded alone first, the buffer sized after.
 		size = 4 << 10
 	}
-	text, err := decodeFrameInto(make([]byte, 0, size), data, scan.frames[0], maxLineText)
+	buf := logBuf(size)
+	defer func() { putLogBuf(buf) }()
+	text, err := decodeFrameInto(buf, data, scan.frames[0], maxLineText)
 	if err != nil {
 		return nil, frameFailed(scan.frames[0], err)
 	}
@@ -245,6 +272,10 @@ func decodeZstdLogAsFound(ctx context.Context, path string, data []byte) (*Sessi
 			return framesDamaged(frameFailed(f, err)), nil
 		}
 	}
+	// The events read out of text point into it: they get a copy of
+	// exactly the text, and the buffer, headroom and all, serves the next
+	// log read.
+	buf, text = text[:0], bytes.Clone(text)
 	sc := lineScanner{ctx: ctx, path: path, id: h.ID, committed: headerEnd, frames: starts, budget: maxLogText, later: session.IsLaterFormat(h.Version)}
 	err = sc.scan(text, headerEnd)
 	var ce *CorruptError
