@@ -248,13 +248,9 @@ func OpenJSONLChunked(ctx context.Context, path string, limit int) (Source, erro
 	if err != nil || !info.IsDir() {
 		return OpenJSONL(ctx, path)
 	}
-	root, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return nil, fmt.Errorf("open JSONL source: %w", err)
-	}
-	s := &chunkedSource{jsonlSource: &jsonlSource{root: path, dir: root, prefix: root}}
-	if !strings.HasSuffix(root, string(filepath.Separator)) {
-		s.prefix += string(filepath.Separator)
+	s := &chunkedSource{jsonlSource: &jsonlSource{root: path}}
+	if err := s.rootAt(path); err != nil {
+		return nil, err
 	}
 	if err := s.walkChunk(ctx, &idRange{limit: limit, first: true, plan: newChunkPlan()}, false); err != nil {
 		return nil, err

@@ -158,14 +158,8 @@ func OpenJSONLFocused(ctx context.Context, path, id string) (Source, error) {
 		src.state.Store(st)
 		return src, nil
 	}
-	// A walk does not follow a symbolic link, so the root's is resolved.
-	root, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return nil, fmt.Errorf("open JSONL source: %w", err)
-	}
-	src.dir, src.prefix = root, root
-	if !strings.HasSuffix(root, string(filepath.Separator)) {
-		src.prefix += string(filepath.Separator)
+	if err := src.rootAt(path); err != nil {
+		return nil, err
 	}
 	st, err := src.walkTree(ctx, id)
 	if err != nil {
@@ -180,6 +174,20 @@ func OpenJSONLFocused(ctx context.Context, path, id string) (Source, error) {
 	}
 	src.state.Store(st)
 	return src, nil
+}
+
+// rootAt makes directory path the tree the source walks. A walk does not
+// follow a symbolic link, so the root's is resolved.
+func (s *jsonlSource) rootAt(path string) error {
+	root, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Errorf("open JSONL source: %w", err)
+	}
+	s.dir, s.prefix = root, root
+	if !strings.HasSuffix(root, string(filepath.Separator)) {
+		s.prefix += string(filepath.Separator)
+	}
+	return nil
 }
 
 // walkTree walks the source's directory, focused on session id unless
