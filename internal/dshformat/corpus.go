@@ -93,6 +93,14 @@ func (c *Corpus) index(ctx context.Context) (*corpusIndex, error) {
 	switch src := c.src.(type) {
 	case focusableSource:
 		v := src.view()
+		if v.partial && v.focus == nil {
+			// A chunk (OpenJSONLChunked) answers nothing about the rest
+			// of the tree: the corpus is read whole.
+			if err := src.widen(ctx); err != nil {
+				return nil, err
+			}
+			v = src.view()
+		}
 		ix.n, ix.at, ix.focus = v.n, v.at, v.focus
 	case indexedSource:
 		n, at, err := src.HeaderIndex(ctx)

@@ -78,9 +78,11 @@ func (f *focus) hasSubagentChild(parent string) bool {
 
 // sourceView is a Source's header index as it stands: n headers by
 // position in id order, and the focus when it holds only one session's
-// (and its children's).
+// (and its children's). partial: it holds only some sessions (a focus's
+// or a chunk's).
 type sourceView struct {
-	n     int
-	at    func(int) session.Header
-	focus *focus
+	n       int
+	at      func(int) session.Header
+	focus   *focus
+	partial bool
 }

@@ -299,6 +299,22 @@ func TestChunksAreTheWholeTree(t *testing.T) {
 			if g, w := fmt.Sprint(src.Problems()), fmt.Sprint(whole.Problems()); g != w {
 				t.Fatalf("%s: problems\n%s\nwant\n%s", what, g, w)
 			}
+			// A corpus over a source read in chunks is the whole tree's.
+			chunked, err := OpenJSONLChunked(ctx, dir, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := NewCorpus(ctx, chunked, "jsonl:test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wc, err := NewCorpus(ctx, whole, "jsonl:test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := corpusAnswers(t, c, nil, want[0].ID, false), corpusAnswers(t, wc, nil, want[0].ID, false); g != w {
+				t.Fatalf("%s: a corpus over the chunked source answers\n%s\nthe whole tree's\n%s", what, g, w)
+			}
 		}
 	}
 }

@@ -552,7 +552,7 @@ func (s *jsonlSource) HeaderIndex(ctx context.Context) (int, func(int) session.H
 // view is the source's index as it stands, focused or not.
 func (s *jsonlSource) view() sourceView {
 	st := s.state.Load()
-	return sourceView{n: len(st.index.recs), at: st.index.header, focus: st.focus}
+	return sourceView{n: len(st.index.recs), at: st.index.header, focus: st.focus, partial: st.partial()}
 }
 
 func (s *jsonlSource) Read(ctx context.Context, id string) (*Session, error) {
