@@ -162,7 +162,7 @@ func (r *idRange) skipDir(dir string) bool {
 // character of the id needed escaping).
 func layoutSessionDir(dir string) bool {
 	name, project := filepath.Base(dir), filepath.Base(filepath.Dir(dir))
-	if name == "." || name == ".." || name == "" || !(project == noCwdDir || len(project) >= 4 && strings.HasPrefix(project, "--") && strings.HasSuffix(project, "--")) {
+	if name == "." || name == ".." || name == "" || !isProjectDir(project) {
 		return false
 	}
 	for i := 0; i < len(name); i++ {

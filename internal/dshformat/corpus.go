@@ -352,10 +352,11 @@ func (c *Corpus) CountSessions(ctx context.Context, subagentOnly bool) (int, err
 
 // HasSessions implements backend.SessionLister.
 func (c *Corpus) HasSessions(ctx context.Context) (bool, error) {
-	if ix := c.ix.Load(); ix.focus != nil {
+	ix := c.ix.Load()
+	if ix.focus != nil {
 		return len(ix.focus.ids) > 0, ctx.Err()
 	}
-	return c.ix.Load().n > 0, ctx.Err()
+	return ix.n > 0, ctx.Err()
 }
 
 // EachParent implements backend.SessionLister.

@@ -35,17 +35,11 @@ func HomeSessionsDir(path string) (string, error) {
 
 // OpenDSHHome opens the session logs of a DSH home as a JSONL source.
 func OpenDSHHome(ctx context.Context, path string) (Source, error) {
-	return OpenDSHHomeFocused(ctx, path, "")
-}
-
-// OpenDSHHomeFocused is OpenDSHHome focused on session id, as
-// OpenJSONLFocused is.
-func OpenDSHHomeFocused(ctx context.Context, path, id string) (Source, error) {
 	dir, err := HomeSessionsDir(path)
 	if err != nil {
 		return nil, err
 	}
-	return OpenJSONLFocused(ctx, dir, id)
+	return OpenJSONL(ctx, dir)
 }
 
 // ReadHomeProjcache reads the projection cache of a DSH home: the

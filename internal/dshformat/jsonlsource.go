@@ -503,7 +503,7 @@ func pathIdentityMismatch(path, id string) error {
 	stem, _, _ := fileGeneration(filepath.Base(path))
 	dir := filepath.Dir(path)
 	project := filepath.Base(filepath.Dir(dir))
-	if stem != "session" || id == "" || !(project == noCwdDir || len(project) >= 4 && strings.HasPrefix(project, "--") && strings.HasSuffix(project, "--")) {
+	if stem != "session" || id == "" || !isProjectDir(project) {
 		return nil
 	}
 	want, err := EncodeSegment(id)

@@ -15,6 +15,12 @@ import (
 // noCwdDir is the project directory of sessions without a cwd.
 const noCwdDir = "_no-cwd"
 
+// isProjectDir reports whether name is a project directory of DSH's
+// layout: ProjectKey's --slug--, or noCwdDir.
+func isProjectDir(name string) bool {
+	return name == noCwdDir || len(name) >= 4 && strings.HasPrefix(name, "--") && strings.HasSuffix(name, "--")
+}
+
 func isSegmentSafe(u uint16) bool {
 	return u >= 'A' && u <= 'Z' || u >= 'a' && u <= 'z' || u >= '0' && u <= '9' || u == '.' || u == '_' || u == '-'
 }

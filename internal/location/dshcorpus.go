@@ -77,29 +77,12 @@ func DefaultDSHHome() (string, error) {
 	return filepath.Join(user, ".dsh"), nil
 }
 
-// openDSHSource opens one of DSH's corpora as dshformat reads it. A store in
-// a format dsh does not read is UNSUPPORTED_FORMAT; anything else that stops
-// it from being read is STORE_UNAVAILABLE (transfer.SourceError).
+// openDSHSource opens one of DSH's corpora as dshformat reads it, a JSONL
+// tree focused on Options.Focus.
 func openDSHSource(ctx context.Context, spec Spec, o Options) (dshformat.Source, error) {
-	var (
-		src dshformat.Source
-		err error
-	)
-	switch spec.Scheme {
-	case jsonlName:
-		src, err = dshformat.OpenJSONLFocused(ctx, spec.Arg, o.Focus)
-	case dshSQLiteName:
-		src, err = dshformat.OpenDSHSQLite(ctx, spec.Arg)
-	case dshHomeName:
-		src, err = dshformat.OpenDSHHomeFocused(ctx, spec.Arg, o.Focus)
-	default:
-		return nil, dsherr.New(dsherr.Internal, "%s is not one of DSH's corpora", spec)
-	}
-	if err != nil {
-		return nil, transfer.SourceError(spec.String(), err)
-	}
-	o.enumerated(spec)
-	return src, nil
+	return openDSH(ctx, spec, o, func(ctx context.Context, dir string) (dshformat.Source, error) {
+		return dshformat.OpenJSONLFocused(ctx, dir, o.Focus)
+	})
 }
 
 // importChunkSessions is how many sessions of a JSONL tree an import
@@ -116,20 +99,32 @@ func openDSHImportSource(ctx context.Context, spec Spec, o Options) (dshformat.S
 	if chunk <= 0 {
 		chunk = importChunkSessions
 	}
+	return openDSH(ctx, spec, o, func(ctx context.Context, dir string) (dshformat.Source, error) {
+		return dshformat.OpenJSONLChunked(ctx, dir, chunk)
+	})
+}
+
+// openDSH opens one of DSH's corpora, a JSONL tree (a jsonl: path or a
+// DSH home's sessions) with openTree. A store in a format dsh does not
+// read is UNSUPPORTED_FORMAT; anything else that stops it from being read
+// is STORE_UNAVAILABLE (transfer.SourceError).
+func openDSH(ctx context.Context, spec Spec, o Options, openTree func(ctx context.Context, path string) (dshformat.Source, error)) (dshformat.Source, error) {
 	var (
 		src dshformat.Source
 		err error
 	)
 	switch spec.Scheme {
 	case jsonlName:
-		src, err = dshformat.OpenJSONLChunked(ctx, spec.Arg, chunk)
+		src, err = openTree(ctx, spec.Arg)
+	case dshSQLiteName:
+		src, err = dshformat.OpenDSHSQLite(ctx, spec.Arg)
 	case dshHomeName:
 		var dir string
 		if dir, err = dshformat.HomeSessionsDir(spec.Arg); err == nil {
-			src, err = dshformat.OpenJSONLChunked(ctx, dir, chunk)
+			src, err = openTree(ctx, dir)
 		}
 	default:
-		return openDSHSource(ctx, spec, o)
+		return nil, dsherr.New(dsherr.Internal, "%s is not one of DSH's corpora", spec)
 	}
 	if err != nil {
 		return nil, transfer.SourceError(spec.String(), err)
